@@ -1,0 +1,79 @@
+//! Command line: `serve` runs the webhook, `mutate` shows offline what it
+//! would do to a manifest.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use portcullis_server::ServeArgs;
+use portcullis_server::args::parse_duration;
+use portcullis_telemetry::LogArgs;
+
+/// Portcullis injector: a mutating admission webhook that injects sidecars,
+/// rewrites images and sets defaults on Pods.
+#[derive(Debug, clap::Parser)]
+#[command(name = "portcullis-injector", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    #[allow(missing_docs)]
+    pub command: Command,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub log: LogArgs,
+}
+
+/// What to run.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Serve the webhook (HTTPS) and the admin endpoints (HTTP).
+    Serve(Serve),
+    /// Print what the webhook would answer for a manifest or AdmissionReview.
+    Mutate(Mutate),
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigArgs {
+    /// InjectorConfig file, or directory of `*.yaml`/`*.yml`/`*.json` files
+    /// (a mounted ConfigMap). Repeat or comma-separate for several.
+    #[arg(long = "config", env = "PORTCULLIS_CONFIG", value_delimiter = ',', required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// `serve` flags.
+#[derive(Debug, clap::Args)]
+pub struct Serve {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub config: ConfigArgs,
+    /// How often the configuration files are checked for changes.
+    #[arg(long, env = "PORTCULLIS_CONFIG_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub config_reload_interval: Duration,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub serve: ServeArgs,
+}
+
+/// `mutate` flags.
+#[derive(Debug, clap::Args)]
+pub struct Mutate {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub config: ConfigArgs,
+    /// Manifest (YAML or JSON, one or more documents) or AdmissionReview
+    /// JSON; `-` reads standard input.
+    #[arg(short = 'f', long = "filename")]
+    pub file: PathBuf,
+    /// `review`: the AdmissionReview response (JSON); `object`: the mutated
+    /// object (YAML).
+    #[arg(short, long, value_enum, default_value = "review")]
+    pub output: Output,
+}
+
+/// Output of `mutate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// The AdmissionReview response, as the API server would receive it.
+    Review,
+    /// The object after the patch, as it would be stored.
+    Object,
+}

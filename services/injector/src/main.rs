@@ -1,0 +1,18 @@
+#![forbid(unsafe_code)]
+
+use clap::Parser as _;
+use portcullis_injector::cli::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Mutate(args) => portcullis_injector::offline::run(&args),
+        Command::Serve(args) => {
+            let telemetry = portcullis_telemetry::init("portcullis-injector", &cli.log)?;
+            let result = portcullis_injector::serve::run(args).await;
+            telemetry.shutdown();
+            result
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The injector's decision: a pure function from an admission request and
+//! the configuration to a [`Decision`] holding the mutated pod.
+
+use portcullis_admission::{Decision, Operation, Request};
+use serde_json::Value;
+
+use crate::config::{Config, Defaults};
+use crate::status::{Rewrite, Status};
+use crate::{images, inject, pod};
+
+/// Pods carrying this annotation with the value `"false"` are left alone.
+pub const INJECT_ANNOTATION: &str = "portcullis.dev/inject";
+/// Where the injector records what it did (JSON, see [`Status`]).
+pub const STATUS_ANNOTATION: &str = "portcullis.dev/status";
+/// Comma-separated template names that replace `defaultTemplates` for a pod.
+pub const TEMPLATES_ANNOTATION: &str = "portcullis.dev/templates";
+/// Set by the kubelet on mirror pods of static pods, which must not change.
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// The decision and what it counts for metrics.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// What to answer.
+    pub decision: Decision,
+    /// Images rewritten by this pass (not those rewritten earlier).
+    pub images_rewritten: usize,
+}
+
+/// Decides on any request: pod CREATEs are mutated, ephemeral containers
+/// added to a pod get their images rewritten, everything else is allowed
+/// unchanged (other kinds, other operations, dry-run or not alike).
+pub fn mutate(req: &Request, config: &Config) -> Outcome {
+    let inner = &req.inner;
+    let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
+    let Some(object) = req.object.as_ref().filter(|_| is_pod) else {
+        return Outcome::default();
+    };
+    match (&inner.operation, inner.sub_resource.as_deref()) {
+        (Operation::Create, None) => mutate_pod(object, config),
+        (Operation::Update, Some("ephemeralcontainers")) => rewrite_ephemeral(object, config),
+        _ => Outcome::default(),
+    }
+}
+
+/// Injects the pod's templates, rewrites its images and applies defaults.
+/// Running it again on its own output changes nothing.
+pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
+    if pod::annotation(original, MIRROR_ANNOTATION).is_some()
+        || pod::annotation(original, INJECT_ANNOTATION) == Some("false")
+    {
+        return Outcome::default();
+    }
+    if !original.get("spec").is_some_and(Value::is_object) {
+        let mut decision = Decision::allow();
+        decision.warnings.push("portcullis: the pod has no spec; nothing injected".into());
+        return Outcome { decision, images_rewritten: 0 };
+    }
+    let mut warnings = Vec::new();
+    let previous = match pod::annotation(original, STATUS_ANNOTATION).map(serde_json::from_str::<Status>) {
+        Some(Ok(status)) => status,
+        Some(Err(_)) => {
+            warnings.push(format!("portcullis: {STATUS_ANNOTATION} is not readable; treated as empty"));
+            Status::default()
+        }
+        None => Status::default(),
+    };
+    let mut mutated = original.clone();
+    let host_network = original.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true);
+    let templates = selected_templates(original, config, &mut warnings);
+    let mut status = Status::default();
+    let spec = pod::object_mut(&mut mutated).entry("spec").or_insert(Value::Null);
+    inject::remove(spec, &previous);
+    for template in templates.into_iter().filter(|t| !(t.skip_host_network && host_network)) {
+        inject::apply(spec, template, &mut status, &mut warnings);
+    }
+    let images_rewritten = rewrite_images(spec, &IMAGE_LISTS, config, &previous, &mut status);
+    apply_defaults(&mut mutated, &config.defaults);
+    write_status(&mut mutated, &status);
+    let applied = status.templates;
+    Outcome { decision: Decision { mutated: Some(mutated), warnings, applied, denied: None }, images_rewritten }
+}
+
+fn selected_templates<'c>(
+    pod: &Value,
+    config: &'c Config,
+    warnings: &mut Vec<String>,
+) -> Vec<&'c crate::config::Template> {
+    let names: Vec<&str> = match pod::annotation(pod, TEMPLATES_ANNOTATION) {
+        Some(list) => list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect(),
+        None => config.default_templates.iter().map(String::as_str).collect(),
+    };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let found = config.template(name);
+            if found.is_none() {
+                warnings.push(format!("portcullis: unknown template {name:?} in {TEMPLATES_ANNOTATION}; ignored"));
+            }
+            found
+        })
+        .collect()
+}
+
+const IMAGE_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+/// Rewrites every container's image by the first matching rule. An image
+/// that an earlier pass rewrote (per `previous`) is kept, and so is its
+/// record, so rules are never applied to their own output.
+fn rewrite_images(spec: &mut Value, lists: &[&str], config: &Config, previous: &Status, status: &mut Status) -> usize {
+    let mut rewritten = 0;
+    for &list in lists {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for container in containers {
+            let name = crate::config::object_name(container).to_owned();
+            let Some(image) = container.get("image").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(earlier) = previous.images.get(&name).filter(|r| r.to == image) {
+                status.images.insert(name, earlier.clone());
+                continue;
+            }
+            if let Some(to) = images::rewrite(image, &config.image_rewrites) {
+                status.images.insert(name, Rewrite { from: image.to_owned(), to: to.clone() });
+                container["image"] = Value::String(to);
+                rewritten += 1;
+            }
+        }
+    }
+    rewritten
+}
+
+fn rewrite_ephemeral(pod: &Value, config: &Config) -> Outcome {
+    let mut mutated = pod.clone();
+    let previous = pod::annotation(pod, STATUS_ANNOTATION)
+        .and_then(|s| serde_json::from_str::<Status>(s).ok())
+        .unwrap_or_default();
+    let Some(spec) = mutated.get_mut("spec") else {
+        return Outcome::default();
+    };
+    let mut status = Status::default();
+    let rewritten = rewrite_images(spec, &["ephemeralContainers"], config, &previous, &mut status);
+    // The status annotation cannot change through this subresource; the
+    // rewrite is reported to the user instead.
+    let warnings = status
+        .images
+        .iter()
+        .filter(|(_, r)| !previous.images.values().any(|p| p == *r))
+        .map(|(name, r)| format!("portcullis: ephemeral container {name:?}: image {} rewritten to {}", r.from, r.to))
+        .collect();
+    let decision = Decision { mutated: Some(mutated), warnings, ..Decision::default() };
+    Outcome { decision, images_rewritten: rewritten }
+}
+
+fn apply_defaults(pod: &mut Value, defaults: &Defaults) {
+    if let Some(policy) = defaults.image_pull_policy
+        && let Some(spec) = pod.get_mut("spec")
+    {
+        for list in IMAGE_LISTS {
+            for container in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                container["imagePullPolicy"] = Value::String(policy.as_str().to_owned());
+            }
+        }
+    }
+    if let Some(links) = defaults.enable_service_links
+        && let Some(spec) = pod.get_mut("spec")
+    {
+        spec["enableServiceLinks"] = Value::Bool(links);
+    }
+    for (field, wanted) in [("labels", &defaults.labels), ("annotations", &defaults.annotations)] {
+        if wanted.is_empty() {
+            continue;
+        }
+        let map = pod::metadata_map(pod, field);
+        for (key, value) in wanted {
+            map.entry(key.clone()).or_insert_with(|| Value::String(value.clone()));
+        }
+    }
+}
+
+fn write_status(pod: &mut Value, status: &Status) {
+    if status.is_empty() {
+        let present = pod::annotation(pod, STATUS_ANNOTATION).is_some();
+        if present {
+            pod::metadata_map(pod, "annotations").remove(STATUS_ANNOTATION);
+        }
+        return;
+    }
+    // A struct of strings, lists and maps always serializes.
+    let text = serde_json::to_string(status).unwrap_or_default();
+    pod::metadata_map(pod, "annotations").insert(STATUS_ANNOTATION.to_owned(), Value::String(text));
+}

@@ -1,0 +1,74 @@
+//! Small helpers over a pod (or container) as JSON: lists of named items.
+//!
+//! The injector edits JSON rather than typed structs so that fields it does
+//! not know (newer API versions) pass through untouched and the diff holds
+//! only what it changed.
+
+use serde_json::{Map, Value};
+
+use crate::config::object_name;
+
+/// The items of the array at `key`, or none.
+pub fn items<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + use<'a> {
+    parent.get(key).and_then(Value::as_array).into_iter().flatten()
+}
+
+/// The `name`s of the items at `key`.
+pub fn names<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = String> + use<'a> {
+    items(parent, key).map(|item| object_name(item).to_owned())
+}
+
+/// The array at `key`, created empty when absent.
+pub fn list_mut<'a>(parent: &'a mut Value, key: &str) -> &'a mut Vec<Value> {
+    let slot = object_mut(parent).entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    match slot {
+        Value::Array(list) => list,
+        _ => unreachable!("just made an array"),
+    }
+}
+
+/// Keeps the items at `key` for which `keep` is true; drops the key when
+/// nothing is left, as the API server omits empty lists.
+pub fn retain(parent: &mut Value, key: &str, keep: impl Fn(&Value) -> bool) {
+    let Some(list) = parent.get_mut(key).and_then(Value::as_array_mut) else {
+        return;
+    };
+    let before = list.len();
+    list.retain(|item| keep(item));
+    if list.is_empty()
+        && before > 0
+        && let Some(map) = parent.as_object_mut()
+    {
+        map.remove(key);
+    }
+}
+
+/// The item named `name` in the array at `key`.
+pub fn find_mut<'a>(parent: &'a mut Value, key: &str, name: &str) -> Option<&'a mut Value> {
+    parent.get_mut(key)?.as_array_mut()?.iter_mut().find(|item| object_name(item) == name)
+}
+
+/// `value` as an object, replacing anything else with an empty object.
+pub fn object_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
+    }
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("just made an object"),
+    }
+}
+
+/// The string annotation `key` of `object`.
+pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.get("metadata")?.get("annotations")?.get(key)?.as_str()
+}
+
+/// The `metadata.<field>` map (labels or annotations), created when absent.
+pub fn metadata_map<'a>(object: &'a mut Value, field: &str) -> &'a mut Map<String, Value> {
+    let metadata = object_mut(object).entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    object_mut(object_mut(metadata).entry(field).or_insert_with(|| Value::Object(Map::new())))
+}

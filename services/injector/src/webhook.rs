@@ -1,0 +1,74 @@
+//! The injector as a webhook: the current configuration (swapped on
+//! reload), its decision function and its own metrics.
+
+use std::sync::{Arc, RwLock};
+
+use portcullis_admission::{Decision, Request};
+use portcullis_server::webhook::Webhook;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+use crate::config::Config;
+use crate::mutate::mutate;
+
+/// Label of `portcullis_injector_injections_total`: template names come
+/// from the configuration, so the set is bounded.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TemplateLabels {
+    template: String,
+}
+
+/// The mutating webhook.
+#[derive(Debug, Default)]
+pub struct Injector {
+    config: RwLock<Arc<Config>>,
+    injections: Family<TemplateLabels, Counter>,
+    images_rewritten: Counter,
+}
+
+impl Injector {
+    /// An injector running `config`.
+    pub fn new(config: Config) -> Self {
+        Self { config: RwLock::new(Arc::new(config)), ..Self::default() }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(config) => config.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `config` in force for the next request.
+    pub fn set_config(&self, config: Config) {
+        let config = Arc::new(config);
+        match self.config.write() {
+            Ok(mut slot) => *slot = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
+        }
+    }
+
+    /// Registers the injector's own metrics.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register("injector_injections", "Pods injected, by template", self.injections.clone());
+        registry.register("injector_image_rewrites", "Container images rewritten", self.images_rewritten.clone());
+    }
+}
+
+impl Webhook for Injector {
+    fn decide(&self, req: &Request) -> Decision {
+        let outcome = mutate(req, &self.config());
+        for template in &outcome.decision.applied {
+            self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
+        }
+        self.images_rewritten.inc_by(outcome.images_rewritten as u64);
+        outcome.decision
+    }
+
+    fn kind_label(&self, req: &Request) -> &'static str {
+        if req.kind().kind == "Pod" { "Pod" } else { "other" }
+    }
+}

@@ -1,0 +1,24 @@
+//! The transport-free core of every Portcullis webhook.
+//!
+//! This crate turns the bytes of an `AdmissionReview` into a request a
+//! decision function can read, and turns that decision back into a response
+//! of the same `apiVersion` (`admission.k8s.io/v1` or `v1beta1`). Mutations
+//! become a JSON Patch computed by diffing the original and the mutated
+//! object, never written by hand. It knows nothing of HTTP, TLS or gRPC and
+//! does no I/O: the servers live at the edges (`portcullis-server`).
+
+#![forbid(unsafe_code)]
+
+mod decision;
+mod review;
+
+pub use decision::{Decision, patch_between};
+pub use review::{DecodeError, Request, decode, encode};
+
+/// The Kubernetes admission types this crate builds on, re-exported so that
+/// services share one version of them.
+pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+pub use kube::core::{DynamicObject, GroupVersionKind};
+
+/// The prefix of every label and annotation Portcullis reads or writes.
+pub const PREFIX: &str = "portcullis.dev/";

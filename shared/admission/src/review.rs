@@ -1,0 +1,199 @@
+//! Decoding and encoding `AdmissionReview` bodies.
+
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::{DynamicObject, GroupVersionKind};
+use serde_json::Value;
+
+/// The admission API versions the API server may send.
+const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
+
+/// Why a body is not an `AdmissionReview` a webhook can answer.
+///
+/// Each variant's message is safe to return to the caller: it names what is
+/// wrong with the input, never an internal detail.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The body is not JSON, or not shaped like an `AdmissionReview`.
+    #[error("body is not a valid AdmissionReview: {0}")]
+    Json(#[source] serde_json::Error),
+    /// The review names an `apiVersion`/`kind` this webhook does not speak.
+    #[error(
+        "unsupported review type {api_version:?}/{kind:?}: expected kind AdmissionReview, apiVersion admission.k8s.io/v1 or v1beta1"
+    )]
+    UnsupportedType {
+        /// The `apiVersion` the body declared.
+        api_version: String,
+        /// The `kind` the body declared.
+        kind: String,
+    },
+    /// The review has no `request` field.
+    #[error("AdmissionReview has no request")]
+    MissingRequest,
+    /// The request has an empty `uid`, so no response could be matched to it.
+    #[error("AdmissionReview request has no uid")]
+    MissingUid,
+    /// The embedded object's own `kind` or `apiVersion` contradicts the
+    /// request's `kind`.
+    #[error("object is a {found}, but the request declares {declared}")]
+    KindMismatch {
+        /// `group/version, Kind=...` as the request declares it.
+        declared: String,
+        /// What the object itself says it is.
+        found: String,
+    },
+}
+
+/// A decoded admission request: the typed request plus its object as plain
+/// JSON, ready for a decision function that diffs what it changes.
+#[derive(Debug)]
+pub struct Request {
+    /// The request as the API server sent it (object and oldObject
+    /// included), with the review's `apiVersion` kept for the response.
+    pub inner: AdmissionRequest<DynamicObject>,
+    /// `request.object` as JSON (`None` for DELETE and CONNECT).
+    pub object: Option<Value>,
+}
+
+impl Request {
+    /// The request's `uid`.
+    pub fn uid(&self) -> &str {
+        &self.inner.uid
+    }
+
+    /// The kind the request declares, e.g. `Pod`.
+    pub fn kind(&self) -> &GroupVersionKind {
+        &self.inner.kind
+    }
+}
+
+/// Decodes the body of a webhook call.
+///
+/// Accepts `admission.k8s.io/v1` and `v1beta1`; refuses reviews without a
+/// request or uid, and objects whose own `kind`/`apiVersion` contradict the
+/// request's `kind`.
+pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
+    let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body).map_err(DecodeError::Json)?;
+    let (api_version, kind) = (&review.types.api_version, &review.types.kind);
+    if kind != "AdmissionReview" || !API_VERSIONS.contains(&api_version.as_str()) {
+        return Err(DecodeError::UnsupportedType { api_version: api_version.clone(), kind: kind.clone() });
+    }
+    let inner: AdmissionRequest<DynamicObject> = review.try_into().map_err(|_| DecodeError::MissingRequest)?;
+    if inner.uid.is_empty() {
+        return Err(DecodeError::MissingUid);
+    }
+    let object = match &inner.object {
+        Some(object) => {
+            check_kind(&inner.kind, object)?;
+            Some(serde_json::to_value(object).map_err(DecodeError::Json)?)
+        }
+        None => None,
+    };
+    Ok(Request { inner, object })
+}
+
+/// Refuses an object whose `kind`/`apiVersion`, where it states them, are not
+/// the ones the request declares. The API server never sends such a review;
+/// a hand-made or corrupted one must not be mutated as something it is not.
+fn check_kind(declared: &GroupVersionKind, object: &DynamicObject) -> Result<(), DecodeError> {
+    let Some(types) = &object.types else {
+        return Ok(());
+    };
+    let declared_api_version = if declared.group.is_empty() {
+        declared.version.clone()
+    } else {
+        format!("{}/{}", declared.group, declared.version)
+    };
+    let kind_ok = types.kind.is_empty() || types.kind == declared.kind;
+    let version_ok = types.api_version.is_empty() || types.api_version == declared_api_version;
+    if kind_ok && version_ok {
+        return Ok(());
+    }
+    Err(DecodeError::KindMismatch {
+        declared: format!("{declared_api_version} {}", declared.kind),
+        found: format!("{} {}", types.api_version, types.kind),
+    })
+}
+
+/// Encodes a response as an `AdmissionReview` of the request's `apiVersion`.
+pub fn encode(response: AdmissionResponse) -> Vec<u8> {
+    // An AdmissionReview of plain strings, maps and bytes always serializes.
+    serde_json::to_vec(&response.into_review()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn review(api_version: &str, request: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": api_version, "kind": "AdmissionReview", "request": request
+        }))
+        .unwrap_or_default()
+    }
+
+    fn pod_request(object: Value) -> Value {
+        json!({
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "demo", "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": object, "oldObject": null
+        })
+    }
+
+    #[rstest]
+    #[case("admission.k8s.io/v1")]
+    #[case("admission.k8s.io/v1beta1")]
+    fn decodes_both_versions_and_answers_in_kind(#[case] api_version: &str) {
+        let body =
+            review(api_version, pod_request(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})));
+        let req = decode(&body).expect("valid review");
+        assert_eq!(req.uid(), "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(req.object.as_ref().and_then(|o| o["metadata"]["name"].as_str()), Some("p"));
+        let out: Value = serde_json::from_slice(&encode(AdmissionResponse::from(&req.inner))).expect("json");
+        assert_eq!(out["apiVersion"], api_version);
+        assert_eq!(out["kind"], "AdmissionReview");
+        assert_eq!(out["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(out["response"]["allowed"], true);
+    }
+
+    #[rstest]
+    #[case::not_json(b"{not json".to_vec(), "not a valid AdmissionReview")]
+    #[case::empty(Vec::new(), "not a valid AdmissionReview")]
+    #[case::wrong_kind(
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Pod"})).unwrap_or_default(),
+        "unsupported review type"
+    )]
+    #[case::no_request(
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})).unwrap_or_default(),
+        "has no request"
+    )]
+    #[case::empty_uid(
+        review("admission.k8s.io/v1", {
+            let mut r = pod_request(json!({"metadata": {}}));
+            r["uid"] = json!("");
+            r
+        }),
+        "has no uid"
+    )]
+    #[case::kind_mismatch(
+        review("admission.k8s.io/v1", pod_request(json!({"apiVersion": "v1", "kind": "Service", "metadata": {}}))),
+        "object is a v1 Service, but the request declares v1 Pod"
+    )]
+    fn refuses_bad_input_with_a_clear_message(#[case] body: Vec<u8>, #[case] expected: &str) {
+        let err = decode(&body).expect_err("must be refused");
+        assert!(err.to_string().contains(expected), "{err}");
+    }
+
+    #[test]
+    fn delete_has_no_object() {
+        let mut request = pod_request(Value::Null);
+        request["operation"] = json!("DELETE");
+        request["oldObject"] = json!({"metadata": {"name": "p"}});
+        let req = decode(&review("admission.k8s.io/v1", request)).expect("valid");
+        assert!(req.object.is_none());
+    }
+}

@@ -1,0 +1,87 @@
+//! Command-line flag groups shared by the webhooks (`#[clap(flatten)]`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the webhook listens and how long it gives requests.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address of the HTTPS webhook listener.
+    #[arg(long, env = "PORTCULLIS_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// Time a client has to send request headers and body; a slower client
+    /// gets 408 and its connection is closed.
+    #[arg(long, env = "PORTCULLIS_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Time in-flight requests get to finish after SIGTERM.
+    #[arg(long, env = "PORTCULLIS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub admin: AdminArgs,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub tls: TlsArgs,
+}
+
+/// The plain-HTTP admin listener (`/healthz`, `/readyz`, `/metrics`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AdminArgs {
+    /// Address of the admin listener.
+    #[arg(long, env = "PORTCULLIS_ADMIN_LISTEN", default_value = "0.0.0.0:9090")]
+    pub admin_listen: SocketAddr,
+}
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TlsArgs {
+    /// PEM certificate chain to serve (leaf first). Reloaded when it changes.
+    /// Without it the server makes a self-signed certificate.
+    #[arg(long, env = "PORTCULLIS_TLS_CERT_FILE", requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of the certificate (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "PORTCULLIS_TLS_KEY_FILE", requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+    /// With no certificate files: where to write the self-signed CA, to be
+    /// used as the webhook configuration's caBundle. Default:
+    /// `$TMPDIR/portcullis-<service>-ca.crt`.
+    #[arg(long, env = "PORTCULLIS_SELF_SIGNED_CA_FILE")]
+    pub self_signed_ca_file: Option<PathBuf>,
+    /// Extra DNS names or IP addresses for the self-signed certificate
+    /// (localhost and 127.0.0.1 are always included).
+    #[arg(long = "self-signed-san", env = "PORTCULLIS_SELF_SIGNED_SANS", value_delimiter = ',')]
+    pub self_signed_sans: Vec<String>,
+    /// How often certificate and key files are checked for changes.
+    #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub tls_reload_interval: Duration,
+}
+
+/// Parses `500ms`, `10s`, `5m` or `1h`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a duration like 10s or 500ms"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        "h" => Ok(Duration::from_secs(n * 3600)),
+        _ => Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5d").is_err());
+    }
+}

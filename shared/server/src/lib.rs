@@ -1,0 +1,28 @@
+//! The webhook server every Portcullis webhook runs on.
+//!
+//! One way to do each piece of plumbing, shared by the injector and the
+//! validator: HTTPS with rustls (TLS 1.2+) and a certificate resolver that
+//! is swapped atomically when the certificate files change ([`tls`]); an
+//! HTTP/1.1 server with header and request time limits and graceful
+//! shutdown that closes keep-alive connections ([`serve`]); the webhook
+//! handler that owns the AdmissionReview protocol, tracing and metrics
+//! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
+//! `/metrics` ([`admin`]); polling reload of mounted files that survives the
+//! kubelet's `..data` symlink swap ([`watch`]); and the shutdown signal
+//! ([`shutdown`]). Decisions are not made here: a service hands the
+//! handler a pure function from request to [`portcullis_admission::Decision`].
+
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod args;
+pub mod metrics;
+pub mod serve;
+pub mod shutdown;
+pub mod tls;
+pub mod watch;
+pub mod webhook;
+
+pub use args::{AdminArgs, ServeArgs, TlsArgs};
+pub use metrics::Metrics;
+pub use shutdown::shutdown_signal;

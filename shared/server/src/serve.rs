@@ -1,0 +1,82 @@
+//! The HTTPS listener: rustls handshakes, HTTP/1.1 with keep-alive, time
+//! limits for slow clients, and a graceful shutdown that closes idle
+//! keep-alive connections so the API server does not reuse a dying pod's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+/// Time a client has to complete the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Limits of one listener.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time to send the request headers (and, enforced by the router's
+    /// timeout layer, the whole request).
+    pub request_timeout: Duration,
+    /// Time in-flight requests get after shutdown starts.
+    pub shutdown_grace: Duration,
+}
+
+/// Serves `app` over TLS on `listener` until `shutdown`, then lets in-flight
+/// requests finish (up to `limits.shutdown_grace`) and closes every
+/// connection.
+pub async fn serve_tls(
+    listener: TcpListener,
+    app: Router,
+    tls: Arc<rustls::ServerConfig>,
+    limits: Limits,
+    shutdown: CancellationToken,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.request_timeout).keep_alive(true);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(err) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(app.clone());
+        let http = http.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(err)) => {
+                    tracing::debug!(%peer, error = %err, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let conn = http.serve_connection(TokioIo::new(tls), service);
+            if let Err(err) = watcher.watch(conn).await {
+                tracing::debug!(%peer, error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("some requests did not finish within the shutdown grace period");
+    }
+}

@@ -1,0 +1,171 @@
+//! The webhook handler: owns the AdmissionReview protocol, the admission
+//! span and the metrics, and hands the decision to a pure function.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use portcullis_admission::{Decision, Request, decode, encode};
+use tower_http::timeout::TimeoutLayer;
+use tracing::field::Empty;
+
+use crate::metrics::{Metrics, RequestLabels};
+
+/// The largest AdmissionReview accepted. The API server's own request limit
+/// is 3 MiB, so a larger review cannot come from it.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// A webhook's decision logic, as the handler sees it.
+pub trait Webhook: Send + Sync + 'static {
+    /// Decides on a decoded request. Must be pure: no I/O, no blocking.
+    fn decide(&self, req: &Request) -> Decision;
+
+    /// A bounded name for the request's kind, used as a metric label.
+    fn kind_label(&self, req: &Request) -> &'static str;
+}
+
+/// An error answered at the HTTP edge: a status and a message for the
+/// client, as `{"error": "..."}`. Internals never go in the message.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    /// A 400 with `message`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("request body larger than {MAX_BODY_BYTES} bytes")
+        } else {
+            rejection.body_text()
+        };
+        Self { status, message }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(serde_json::json!({ "error": self.message }))).into_response()
+    }
+}
+
+struct HandlerState<W> {
+    webhook: Arc<W>,
+    metrics: Arc<Metrics>,
+}
+
+impl<W> Clone for HandlerState<W> {
+    fn clone(&self) -> Self {
+        Self { webhook: self.webhook.clone(), metrics: self.metrics.clone() }
+    }
+}
+
+/// A router serving `webhook` at `path` (POST), with the body limit and the
+/// whole-request timeout (408) applied.
+pub fn router<W: Webhook>(path: &str, webhook: Arc<W>, metrics: Arc<Metrics>, request_timeout: Duration) -> Router {
+    Router::new()
+        .route(path, post(handle::<W>))
+        .with_state(HandlerState { webhook, metrics })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout))
+}
+
+async fn handle<W: Webhook>(
+    State(state): State<HandlerState<W>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let span = tracing::info_span!(
+        "admission",
+        otel.kind = "server",
+        uid = Empty,
+        operation = Empty,
+        kind = Empty,
+        namespace = Empty,
+        name = Empty,
+        dry_run = Empty,
+        allowed = Empty,
+        applied = Empty,
+        patch_operations = Empty,
+        warnings = Empty,
+    );
+    portcullis_telemetry::continue_trace(&span, &headers);
+    let _entered = span.enter();
+    let started = Instant::now();
+    let metrics = &state.metrics;
+    let invalid = |err: ApiError| {
+        tracing::warn!(status = %err.status, error = %err.message, "refused an unreadable admission request");
+        metrics
+            .requests
+            .get_or_create(&RequestLabels { operation: "unknown", kind: "unknown", result: "invalid" })
+            .inc();
+        err.into_response()
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return invalid(rejection.into()),
+    };
+    let req = match decode(&body) {
+        Ok(req) => req,
+        Err(err) => return invalid(ApiError::bad_request(err.to_string())),
+    };
+    let inner = &req.inner;
+    let operation = operation_label(&inner.operation);
+    span.record("uid", inner.uid.as_str());
+    span.record("operation", operation);
+    span.record("kind", inner.kind.kind.as_str());
+    span.record("namespace", inner.namespace.as_deref().unwrap_or_default());
+    span.record("name", inner.name.as_str());
+    span.record("dry_run", inner.dry_run);
+
+    let decision = state.webhook.decide(&req);
+    if !decision.applied.is_empty() {
+        span.record("applied", decision.applied.join(",").as_str());
+    }
+    if !decision.warnings.is_empty() {
+        span.record("warnings", decision.warnings.len());
+    }
+    let (response, operations) = decision.respond(&req);
+    let result = match (response.allowed, operations, response.warnings.is_some()) {
+        (false, _, _) => "denied",
+        (true, 1.., _) => "patched",
+        (true, 0, true) => "warned",
+        (true, 0, false) => "allowed",
+    };
+    span.record("allowed", response.allowed);
+    span.record("patch_operations", operations);
+    if !response.allowed {
+        tracing::info!(message = %response.result.message, "denied");
+    }
+    let kind = state.webhook.kind_label(&req);
+    metrics.requests.get_or_create(&RequestLabels { operation, kind, result }).inc();
+    metrics.patch_operations.inc_by(operations as u64);
+    let body = encode(response);
+    metrics.duration.observe(started.elapsed().as_secs_f64());
+    tracing::debug!(result, "answered");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn operation_label(operation: &portcullis_admission::Operation) -> &'static str {
+    use portcullis_admission::Operation::*;
+    match operation {
+        Create => "CREATE",
+        Update => "UPDATE",
+        Delete => "DELETE",
+        Connect => "CONNECT",
+    }
+}

@@ -1,0 +1,154 @@
+//! Telemetry for every Portcullis service, set up in one place.
+//!
+//! [`init`] installs a `tracing` subscriber (human or JSON logs, filtered by
+//! `RUST_LOG`/`--log-level`) and, when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, an OpenTelemetry OTLP/gRPC
+//! exporter configured by the standard `OTEL_*` variables, with the W3C
+//! TraceContext and Baggage propagators. With no endpoint, nothing is
+//! exported and no OpenTelemetry layer sits on the hot path. The returned
+//! [`Telemetry`] flushes pending spans when `main` shuts it down.
+//!
+//! [`extract_context`] continues a trace from incoming HTTP headers
+//! (`traceparent`), as the webhook servers do for the API server's calls.
+//! This crate sets up and propagates; it never decides what to record.
+
+#![forbid(unsafe_code)]
+
+use opentelemetry::propagation::TextMapCompositePropagator;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line, with the current span's fields.
+    Json,
+}
+
+/// Logging flags shared by every service (`#[clap(flatten)]` them).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// Log filter, in `RUST_LOG` syntax (e.g. `info,portcullis_injector=debug`).
+    #[arg(long, env = "PORTCULLIS_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+    /// Log format.
+    #[arg(long, env = "PORTCULLIS_LOG_FORMAT", value_enum, default_value = "plain")]
+    pub log_format: LogFormat,
+}
+
+/// Why telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The `--log-level` filter does not parse.
+    #[error("invalid log filter {filter:?}")]
+    Filter {
+        /// The filter as given.
+        filter: String,
+        /// What the parser said.
+        #[source]
+        source: tracing_subscriber::filter::ParseError,
+    },
+    /// The OTLP exporter could not be built from the `OTEL_*` variables.
+    #[error("cannot build the OTLP span exporter")]
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
+    /// A global subscriber was already installed.
+    #[error("a tracing subscriber is already installed")]
+    AlreadyInstalled(#[source] tracing_subscriber::util::TryInitError),
+}
+
+/// Handle to the installed telemetry; call [`Telemetry::shutdown`] on exit
+/// so that pending spans reach the collector.
+#[derive(Debug)]
+#[must_use = "keep the handle and call shutdown() on exit, or spans are lost"]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Whether spans are exported (an OTLP endpoint was configured).
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Flushes and stops the exporter.
+    pub fn shutdown(self) {
+        if let Some(provider) = self.provider
+            && let Err(err) = provider.shutdown()
+        {
+            tracing::warn!(error = %err, "flushing spans on shutdown failed");
+        }
+    }
+}
+
+/// Installs logging and, when configured, span export for `service_name`
+/// (overridden by `OTEL_SERVICE_NAME`).
+pub fn init(service_name: &'static str, args: &LogArgs) -> Result<Telemetry, TelemetryError> {
+    let filter = EnvFilter::try_new(&args.log_level)
+        .map_err(|source| TelemetryError::Filter { filter: args.log_level.clone(), source })?;
+    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ]));
+    let provider = if export_configured() { Some(provider(service_name)?) } else { None };
+    let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service_name)));
+    let (plain, json) = match args.log_format {
+        LogFormat::Plain => (Some(tracing_subscriber::fmt::layer()), None),
+        LogFormat::Json => {
+            (None, Some(tracing_subscriber::fmt::layer().json().with_current_span(true).flatten_event(true)))
+        }
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(otel)
+        .with(plain)
+        .with(json)
+        .try_init()
+        .map_err(TelemetryError::AlreadyInstalled)?;
+    if let Some(provider) = &provider {
+        opentelemetry::global::set_tracer_provider(provider.clone());
+    }
+    Ok(Telemetry { provider })
+}
+
+fn export_configured() -> bool {
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        .iter()
+        .any(|var| std::env::var(var).is_ok_and(|v| !v.is_empty()))
+        && std::env::var("OTEL_SDK_DISABLED").map_or(true, |v| v != "true")
+}
+
+fn provider(service_name: &'static str) -> Result<SdkTracerProvider, TelemetryError> {
+    // The builders read OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER(_ARG),
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES themselves.
+    let exporter =
+        opentelemetry_otlp::SpanExporter::builder().with_tonic().build().map_err(TelemetryError::Exporter)?;
+    let mut resource = Resource::builder();
+    if std::env::var("OTEL_SERVICE_NAME").is_err() {
+        resource = resource.with_service_name(service_name);
+    }
+    Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build())
+}
+
+/// The trace context carried by `headers` (W3C `traceparent`/`baggage`),
+/// to be set as the parent of the span handling the request.
+pub fn extract_context(headers: &http::HeaderMap) -> opentelemetry::Context {
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&opentelemetry_http::HeaderExtractor(headers))
+    })
+}
+
+/// Makes `span` a child of the trace carried by `headers`, if any.
+pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let context = extract_context(headers);
+    // A span's parent can only be set before it is entered; the error then
+    // means the trace was not continued, which must not fail the request.
+    let _ = span.set_parent(context);
+}
