@@ -1,0 +1,216 @@
+//! The injector binary over real TLS: a client that verifies the
+//! certificate, bad input, metrics, a kubelet-style certificate swap
+//! without dropped connections, a slow client, and SIGTERM.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// A CA and a leaf for 127.0.0.1 signed by it: (ca pem, leaf pem, key pem).
+fn pki(name: &str) -> (String, String, String) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(rcgen::DnType::CommonName, format!("{name} CA"));
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+    (ca_cert.pem(), leaf.pem(), leaf_key.serialize_pem())
+}
+
+/// Writes a Secret volume the way the kubelet does: files in a timestamped
+/// directory, `..data` pointing at it, the visible names pointing through
+/// `..data`; an update renames a new `..data` symlink over the old one.
+fn kubelet_write(dir: &Path, version: &str, cert: &str, key: &str) {
+    let data = dir.join(version);
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("tls.crt"), cert).unwrap();
+    std::fs::write(data.join("tls.key"), key).unwrap();
+    std::os::unix::fs::symlink(version, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    for file in ["tls.crt", "tls.key"] {
+        if !dir.join(file).exists() {
+            std::os::unix::fs::symlink(format!("..data/{file}"), dir.join(file)).unwrap();
+        }
+    }
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+struct Server {
+    child: Child,
+    webhook: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start(certs: &Path) -> Server {
+    let (webhook, admin) = (free_port(), free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
+        .args(["serve", "--config"])
+        .arg(support::data("config.yaml"))
+        .arg("--tls-cert-file")
+        .arg(certs.join("tls.crt"))
+        .arg("--tls-key-file")
+        .arg(certs.join("tls.key"))
+        .args(["--tls-reload-interval", "100ms", "--request-timeout", "2s", "--shutdown-grace", "5s"])
+        .args(["--listen", &webhook.to_string(), "--admin-listen", &admin.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let server = Server { child, webhook, admin };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(r) = reqwest::get(format!("http://{admin}/readyz")).await
+            && r.status() == 200
+        {
+            return server;
+        }
+        assert!(Instant::now() < deadline, "injector did not become ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn client(ca_pem: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap())
+        .https_only(true)
+        .build()
+        .unwrap()
+}
+
+async fn mutate(client: &reqwest::Client, server: &Server, body: Vec<u8>) -> reqwest::Result<reqwest::Response> {
+    client.post(format!("https://{}/mutate", server.webhook)).body(body).send().await
+}
+
+fn fixture() -> Vec<u8> {
+    std::fs::read(support::data("pod-v1.json")).unwrap()
+}
+
+#[tokio::test]
+async fn serves_verified_tls_refuses_bad_input_and_swaps_certificates_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca1, cert1, key1) = pki("first");
+    kubelet_write(dir.path(), "..2026_11_22_v1", &cert1, &key1);
+    let server = start(dir.path()).await;
+    let old_client = client(&ca1);
+
+    // A pod comes back injected, through a certificate-verifying client.
+    let response = mutate(&old_client, &server, fixture()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let review: Value = response.json().await.unwrap();
+    assert_eq!(review["response"]["allowed"], true);
+    let patch: Vec<u8> = serde_json::from_value(review["response"]["patch"].clone()).unwrap();
+    let patch: Value = serde_json::from_slice(&patch).unwrap();
+    let mut pod: Value = serde_json::from_slice::<Value>(&fixture()).unwrap()["request"]["object"].clone();
+    support::rfc6902::apply(&mut pod, &patch).unwrap();
+    assert_eq!(support::names(&pod["spec"]["initContainers"]), ["proxy-init", "migrate"]);
+
+    // Bad input: a clear 4xx with a message, and the server keeps serving.
+    let bad = mutate(&old_client, &server, b"{not json".to_vec()).await.unwrap();
+    assert_eq!(bad.status(), 400);
+    let message: Value = bad.json().await.unwrap();
+    assert!(message["error"].as_str().unwrap().contains("not a valid AdmissionReview"), "{message}");
+    let no_uid = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec();
+    let response = mutate(&old_client, &server, no_uid).await.unwrap();
+    assert_eq!(response.status(), 400);
+    let huge = vec![b' '; 3 * 1024 * 1024 + 1];
+    let response = mutate(&old_client, &server, huge).await.unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(mutate(&old_client, &server, fixture()).await.unwrap().status(), 200);
+
+    // Metrics count what happened, with bounded labels.
+    let metrics = reqwest::get(format!("http://{}/metrics", server.admin)).await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains(r#"portcullis_admission_requests_total{operation="CREATE",kind="Pod",result="patched"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains(r#"portcullis_admission_requests_total{operation="unknown",kind="unknown",result="invalid"} 3"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"portcullis_injector_injections_total{template="proxy"} 2"#), "{metrics}");
+
+    // The kubelet swaps the Secret volume: new handshakes get the new
+    // certificate, while the open keep-alive connection carries on.
+    let (ca2, cert2, key2) = pki("second");
+    kubelet_write(dir.path(), "..2026_11_22_v2", &cert2, &key2);
+    let new_client = client(&ca2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mutate(&new_client, &server, fixture()).await.is_err() {
+        assert!(Instant::now() < deadline, "the new certificate was never served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fresh_old = client(&ca1);
+    assert!(mutate(&fresh_old, &server, fixture()).await.is_err(), "a new connection must see the new certificate");
+    assert_eq!(mutate(&old_client, &server, fixture()).await.unwrap().status(), 200, "kept-alive connection dropped");
+
+    // A broken update (key that does not match) is refused; service goes on.
+    let (_, cert3, _) = pki("third");
+    kubelet_write(dir.path(), "..2026_11_22_v3", &cert3, &key2);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mutate(&client(&ca2), &server, fixture()).await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn a_slow_client_is_cut_off_and_sigterm_drains() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = pki("slow");
+    kubelet_write(dir.path(), "..v1", &cert, &key);
+    let mut server = start(dir.path()).await;
+
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_der = rustls_pki_types::pem::PemObject::from_pem_slice(ca.as_bytes()).unwrap();
+    roots.add(ca_der).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.webhook).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    tls.write_all(b"POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the server must close a connection whose headers never finish");
+    assert!(started.elapsed() >= Duration::from_millis(1500), "cut off only after the request timeout");
+
+    // Still serving, then SIGTERM: exits cleanly.
+    assert_eq!(mutate(&client(&ca), &server, fixture()).await.unwrap().status(), 200);
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status after SIGTERM: {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "did not stop after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
