@@ -26,9 +26,11 @@ pub struct Outcome {
     pub images_rewritten: usize,
 }
 
-/// Decides on any request: pod CREATEs are mutated, ephemeral containers
-/// added to a pod get their images rewritten, everything else is allowed
-/// unchanged (other kinds, other operations, dry-run or not alike).
+/// Decides on any request: pod CREATEs are mutated; pod UPDATEs keep
+/// images on their mirrors (a `kubectl apply` of the original manifest sets
+/// them back); ephemeral containers added to a pod get their images
+/// rewritten; everything else is allowed unchanged (other kinds, other
+/// operations, dry-run or not alike).
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
     let inner = &req.inner;
     let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
@@ -37,7 +39,10 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
         (Operation::Create, None) => mutate_pod(object, config),
-        (Operation::Update, Some("ephemeralcontainers")) => rewrite_ephemeral(object, config),
+        (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
+        (Operation::Update, Some("ephemeralcontainers")) => {
+            rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
+        }
         _ => Outcome::default(),
     }
 }
@@ -131,25 +136,48 @@ fn rewrite_images(spec: &mut Value, lists: &[&str], config: &Config, previous: &
     rewritten
 }
 
-fn rewrite_ephemeral(pod: &Value, config: &Config) -> Outcome {
-    let mut mutated = pod.clone();
+/// Where a rewrite on UPDATE is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// In the status annotation (the pod itself is being updated).
+    Status,
+    /// As warnings: the ephemeralcontainers subresource cannot change
+    /// annotations.
+    Warnings,
+}
+
+/// Rewrites the images in `lists` only: all that may change on an update.
+fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) -> Outcome {
+    if pod::annotation(pod, MIRROR_ANNOTATION).is_some() || pod::annotation(pod, INJECT_ANNOTATION) == Some("false") {
+        return Outcome::default();
+    }
     let previous = pod::annotation(pod, STATUS_ANNOTATION)
         .and_then(|s| serde_json::from_str::<Status>(s).ok())
         .unwrap_or_default();
+    let mut mutated = pod.clone();
     let Some(spec) = mutated.get_mut("spec") else {
         return Outcome::default();
     };
     let mut status = Status::default();
-    let rewritten = rewrite_images(spec, &["ephemeralContainers"], config, &previous, &mut status);
-    // The status annotation cannot change through this subresource; the
-    // rewrite is reported to the user instead.
-    let warnings = status
-        .images
-        .iter()
-        .filter(|(_, r)| !previous.images.values().any(|p| p == *r))
-        .map(|(name, r)| format!("portcullis: ephemeral container {name:?}: image {} rewritten to {}", r.from, r.to))
-        .collect();
-    let decision = Decision { mutated: Some(mutated), warnings, ..Decision::default() };
+    let rewritten = rewrite_images(spec, lists, config, &previous, &mut status);
+    if rewritten == 0 {
+        return Outcome::default();
+    }
+    let mut decision = Decision::allow();
+    let fresh = status.images.into_iter().filter(|(name, r)| previous.images.get(name) != Some(r));
+    match report {
+        Report::Status => {
+            let mut merged = previous.clone();
+            merged.images.extend(fresh);
+            write_status(&mut mutated, &merged);
+        }
+        Report::Warnings => {
+            decision.warnings = fresh
+                .map(|(name, r)| format!("portcullis: container {name:?}: image {} rewritten to {}", r.from, r.to))
+                .collect();
+        }
+    }
+    decision.mutated = Some(mutated);
     Outcome { decision, images_rewritten: rewritten }
 }
 

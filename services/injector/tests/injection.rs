@@ -160,5 +160,26 @@ fn ephemeral_containers_get_their_images_rewritten() {
     let spec = &pod.object["spec"];
     assert_eq!(spec["ephemeralContainers"][0]["image"], "mirror.example.com/dockerhub/library/busybox:1.36");
     assert_eq!(spec["containers"], pod.original["spec"]["containers"], "only ephemeral containers change");
-    assert!(pod.warnings()[0].contains("ephemeral container \"debugger\""));
+    let warnings = pod.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("container \"debugger\": image busybox:1.36 rewritten"), "{warnings:?}");
+}
+
+#[test]
+fn an_update_that_sets_an_image_back_keeps_it_on_the_mirror() {
+    // `kubectl apply` of the original manifest sends the Docker Hub image
+    // again; the stored pod must not change.
+    let injector = injector();
+    let create = review("pod-v1.json");
+    let stored = admit(&injector, &create).object;
+    let mut applied = stored.clone();
+    applied["spec"]["containers"][0]["image"] = json!("nginx:1.27");
+    let mut update = again(&create, &applied);
+    update["request"]["operation"] = json!("UPDATE");
+    update["request"]["oldObject"] = stored.clone();
+    let result = admit(&injector, &update);
+    assert_eq!(result.object, stored);
+    // An UPDATE that changes nothing rewritable gets no patch.
+    let unchanged = admit(&injector, &again(&update, &stored));
+    assert_eq!(unchanged.patch(), None);
 }

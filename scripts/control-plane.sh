@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC,
+# tracing to Jaeger), kube-controller-manager (CSR signing with its own CA)
+# and Jaeger, built from their Go modules by build-control-plane.sh.
+#
+#   control-plane.sh up DIR [--owner PID]   start; all state in DIR
+#   control-plane.sh down DIR               stop every process started (by pid), remove DIR
+#   control-plane.sh status DIR             report each component; non-zero if any died
+#
+# DIR/env holds what a client needs (KUBECONFIG, ports). With --owner, a
+# watchdog takes everything down when process PID exits (the test binary).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+components=(jaeger etcd kube-apiserver kube-controller-manager)
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+alive() { local pidfile="$1/pids/$2"; [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+report_dead() {
+  local dir=$1 dead=0
+  for c in "${components[@]}"; do
+    [ -f "$dir/pids/$c" ] || continue
+    if ! alive "$dir" "$c"; then
+      dead=1
+      log "$c (pid $(cat "$dir/pids/$c")) is not running; last lines of $dir/logs/$c.log:"
+      tail -n 20 "$dir/logs/$c.log" >&2 || true
+    fi
+  done
+  return $dead
+}
+
+start() { # NAME COMMAND...
+  local name=$1; shift
+  setsid "$@" >"$dir/logs/$name.log" 2>&1 < /dev/null &
+  echo $! >"$dir/pids/$name"
+}
+
+wait_for() { # NAME SECONDS COMMAND...
+  local name=$1 seconds=$2; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    alive "$dir" "$name" || { report_dead "$dir" || true; die "$name exited during startup"; }
+    [ $SECONDS -lt $deadline ] || { tail -n 30 "$dir/logs/$name.log" >&2; die "$name not ready after ${seconds}s"; }
+    sleep 0.2
+  done
+  log "$name ready"
+}
+
+pki() {
+  local p="$dir/pki"; mkdir -p "$p"
+  cd "$p"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=portcullis-dev-ca" \
+    -keyout ca.key -out ca.crt 2>/dev/null
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=portcullis-dev-csr-signer" \
+    -keyout signer.key -out signer.crt 2>/dev/null
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  leaf() { # NAME SUBJECT [SANS]
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+    local ext="$1.ext"
+    if [ -n "${3:-}" ]; then
+      printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$3" >"$ext"
+    else
+      printf 'extendedKeyUsage=clientAuth\n' >"$ext"
+    fi
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$ext" -out "$1.crt" 2>/dev/null
+  }
+  leaf apiserver "/CN=kube-apiserver" "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+  leaf admin "/O=system:masters/CN=portcullis-admin"
+  leaf alice "/CN=alice"
+  leaf kcm "/CN=system:kube-controller-manager"
+  cd - >/dev/null
+}
+
+kubeconfig() { # FILE USER
+  local p="$dir/pki"
+  cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: portcullis
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 <"$p/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 <"$p/$2.crt")
+    client-key-data: $(base64 -w0 <"$p/$2.key")
+contexts:
+- name: portcullis
+  context: {cluster: portcullis, user: $2}
+current-context: portcullis
+KC
+}
+
+up() {
+  [ -e "$dir/env" ] && die "$dir already holds a control plane; run: $0 down $dir"
+  mkdir -p "$dir/logs" "$dir/pids"
+  dir=$(cd "$dir" && pwd)
+  local bin; bin=$("$here/build-control-plane.sh" all | tail -n 1)
+  ETCD_PORT=$(free_port); APISERVER_PORT=$(free_port)
+  JAEGER_OTLP_GRPC=$(free_port); JAEGER_OTLP_HTTP=$(free_port); JAEGER_QUERY=$(free_port)
+  pki
+  kubeconfig "$dir/admin.kubeconfig" admin
+  kubeconfig "$dir/alice.kubeconfig" alice
+  kubeconfig "$dir/kcm.kubeconfig" kcm
+
+  log "starting Jaeger (OTLP gRPC $JAEGER_OTLP_GRPC, query http://127.0.0.1:$JAEGER_QUERY)"
+  sed -e "s/@GRPC@/$JAEGER_OTLP_GRPC/; s/@HTTP@/$JAEGER_OTLP_HTTP/; s/@QUERY@/$JAEGER_QUERY/" \
+    "$here/jaeger.yaml" >"$dir/jaeger.yaml"
+  start jaeger "$bin/jaeger" --config "$dir/jaeger.yaml"
+  wait_for jaeger 60 curl -fsS "http://127.0.0.1:$JAEGER_QUERY/api/services"
+
+  log "starting etcd on 127.0.0.1:$ETCD_PORT"
+  start etcd "$bin/etcd" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$(free_port)" \
+    --unsafe-no-fsync --log-level warn
+  wait_for etcd 60 curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+
+  cat >"$dir/tracing.yaml" <<TR
+apiVersion: apiserver.config.k8s.io/v1
+kind: TracingConfiguration
+endpoint: 127.0.0.1:$JAEGER_OTLP_GRPC
+samplingRatePerMillion: 1000000
+TR
+  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  local p="$dir/pki"
+  start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --cert-dir "$dir/apiserver" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --secure-port "$APISERVER_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+    --client-ca-file "$p/ca.crt" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 --disable-admission-plugins ServiceAccount \
+    --allow-privileged=true --tracing-config-file "$dir/tracing.yaml" --v=1
+  wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
+
+  log "starting kube-controller-manager (CSR signing, namespace cleanup)"
+  start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
+    --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$(free_port)" --leader-elect=false \
+    --controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector \
+    --cluster-signing-cert-file "$p/signer.crt" --cluster-signing-key-file "$p/signer.key" \
+    --root-ca-file "$p/ca.crt" --use-service-account-credentials=false
+  sleep 1
+  alive "$dir" kube-controller-manager || { report_dead "$dir" || true; die "kube-controller-manager exited"; }
+
+  cat >"$dir/env" <<ENV
+export KUBECONFIG=$dir/admin.kubeconfig
+export PORTCULLIS_CP_DIR=$dir
+export PORTCULLIS_CP_BIN=$bin
+export PORTCULLIS_NONADMIN_KUBECONFIG=$dir/alice.kubeconfig
+export PORTCULLIS_JAEGER_OTLP=http://127.0.0.1:$JAEGER_OTLP_GRPC
+export PORTCULLIS_JAEGER_QUERY=http://127.0.0.1:$JAEGER_QUERY
+export PORTCULLIS_CSR_SIGNER_CA=$p/signer.crt
+ENV
+  if [ -n "$owner" ]; then
+    setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; exec '$here/control-plane.sh' down '$dir'" \
+      >"$dir/logs/watchdog.log" 2>&1 < /dev/null &
+  fi
+  log "up: source $dir/env"
+}
+
+down() {
+  [ -d "$dir" ] || return 0
+  local reversed=() c
+  for c in "${components[@]}"; do reversed=("$c" "${reversed[@]}"); done
+  for c in "${reversed[@]}"; do
+    [ -f "$dir/pids/$c" ] || continue
+    local pid; pid=$(cat "$dir/pids/$c")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  rm -rf "$dir"
+  log "down"
+}
+
+cmd=${1:-}; dir=${2:-}; owner=""
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 up|down|status DIR [--owner PID]"
+if [ "${3:-}" = "--owner" ]; then owner=${4:?--owner needs a pid}; fi
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  status) report_dead "$dir" && log "all components running" ;;
+  *) die "unknown command $cmd" ;;
+esac

@@ -1,0 +1,174 @@
+//! Harness for the end-to-end suite: a real control plane (started once per
+//! test binary by `scripts/control-plane.sh`, torn down by its watchdog when
+//! the binary exits, or reused from `PORTCULLIS_CP_DIR`), the Portcullis
+//! binaries as real processes with real certificates, and kubectl.
+//!
+//! Nothing here is mocked. When the control plane cannot be built or
+//! started, the suite fails with the script's output; it never skips.
+
+#![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub mod webhook;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// A running control plane.
+#[derive(Debug)]
+pub struct Cluster {
+    env: HashMap<String, String>,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+static BINARIES: OnceLock<PathBuf> = OnceLock::new();
+
+/// The control plane shared by the tests of this binary.
+pub fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let dir = match std::env::var("PORTCULLIS_CP_DIR") {
+            Ok(dir) => PathBuf::from(dir),
+            Err(_) => {
+                let dir = std::env::temp_dir().join(format!("portcullis-e2e-{}", std::process::id()));
+                let out = Command::new(repo().join("scripts/control-plane.sh"))
+                    .args(["up", dir.to_str().unwrap(), "--owner", &std::process::id().to_string()])
+                    .stderr(Stdio::inherit())
+                    .output()
+                    .expect("running scripts/control-plane.sh");
+                assert!(out.status.success(), "the control plane did not start (see the log above)");
+                dir
+            }
+        };
+        let text = std::fs::read_to_string(dir.join("env")).expect("control plane env file");
+        let env = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        Cluster { env }
+    })
+}
+
+impl Cluster {
+    /// A value from the control plane's env file (e.g. `KUBECONFIG`).
+    pub fn var(&self, name: &str) -> &str {
+        self.env.get(name).map(String::as_str).unwrap_or_else(|| panic!("{name} missing from the env file"))
+    }
+
+    /// kubectl of the server's minor version, as the admin.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_as(self.var("KUBECONFIG"), args, None)
+    }
+
+    /// kubectl with `stdin`, as the admin.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        self.kubectl_as(self.var("KUBECONFIG"), args, Some(stdin))
+    }
+
+    /// kubectl with the given kubeconfig.
+    pub fn kubectl_as(&self, kubeconfig: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write as _;
+        let mut child = Command::new(Path::new(self.var("PORTCULLIS_CP_BIN")).join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().unwrap()
+    }
+
+    /// A kube-rs client as the admin.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.var("KUBECONFIG")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+/// stdout of a successful command; panics with stderr otherwise.
+pub fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "command failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// stderr of a failed command; panics if it succeeded.
+pub fn err(out: Output) -> String {
+    assert!(!out.status.success(), "command succeeded: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// The directory holding the Portcullis binaries, built once per test
+/// binary with the same cargo and target directory as the tests.
+pub fn binaries() -> &'static Path {
+    BINARIES.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(repo())
+            .args(["build", "--quiet", "--bins"])
+            .status()
+            .expect("running cargo build");
+        assert!(status.success(), "building the Portcullis binaries failed");
+        // target/debug/deps/<this test> -> target/debug
+        let exe = std::env::current_exe().unwrap();
+        exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+    })
+}
+
+/// A free loopback port.
+pub fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+/// A name unique to this test run: `prefix-<pid>-<n>`.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Polls `f` until it returns `Some`, up to `timeout`.
+pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A child process killed when dropped.
+#[derive(Debug)]
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
