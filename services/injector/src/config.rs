@@ -4,39 +4,21 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use portcullis_admission::documents::{self, DocumentError};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::images::RewriteRule;
 
-const API_VERSION: &str = "portcullis.dev/v1alpha1";
 const KIND: &str = "InjectorConfig";
 
 /// Why a configuration was refused. The message names the file, the
 /// document and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// A document does not parse.
-    #[error("{file}: document {doc}: {source}")]
-    Parse {
-        /// The file.
-        file: String,
-        /// 1-based document index in the file.
-        doc: usize,
-        /// What the parser said.
-        #[source]
-        source: serde_yaml::Error,
-    },
-    /// A document parses but says something impossible.
-    #[error("{file}: document {doc}: {message}")]
-    Invalid {
-        /// The file.
-        file: String,
-        /// 1-based document index in the file.
-        doc: usize,
-        /// What is wrong.
-        message: String,
-    },
+    /// A document does not parse or is not valid on its own.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
     /// The documents contradict each other or the whole is unusable.
     #[error("{0}")]
     Conflict(String),
@@ -45,11 +27,11 @@ pub enum ConfigError {
 /// One `InjectorConfig` document as written.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // apiVersion, kind and metadata are checked by `documents::parse`
 struct Document {
     api_version: String,
     kind: String,
     #[serde(default)]
-    #[allow(dead_code)]
     metadata: Option<Value>,
     #[serde(default)]
     spec: Spec,
@@ -160,42 +142,18 @@ impl Config {
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, ConfigError> {
         let mut config = Config::default();
         let mut seen_defaults: BTreeMap<&'static str, String> = BTreeMap::new();
-        for (path, bytes) in sources {
-            let file = path.display().to_string();
-            for (index, raw) in serde_yaml::Deserializer::from_slice(bytes).enumerate() {
-                let doc = index + 1;
-                let value = serde_yaml::Value::deserialize(raw).map_err(|source| ConfigError::Parse {
-                    file: file.clone(),
-                    doc,
-                    source,
-                })?;
-                if value.is_null() {
-                    continue;
-                }
-                let document: Document = serde_yaml::from_value(value).map_err(|source| ConfigError::Parse {
-                    file: file.clone(),
-                    doc,
-                    source,
-                })?;
-                let invalid = |message: String| ConfigError::Invalid { file: file.clone(), doc, message };
-                if document.api_version != API_VERSION || document.kind != KIND {
-                    return Err(invalid(format!(
-                        "expected apiVersion {API_VERSION} and kind {KIND}, found {} {}",
-                        document.api_version, document.kind
-                    )));
-                }
-                let spec = document.spec;
-                for template in &spec.templates {
-                    check_template(template).map_err(&invalid)?;
-                }
-                for rule in &spec.image_rewrites {
-                    rule.check().map_err(&invalid)?;
-                }
-                merge_defaults(&mut config.defaults, spec.defaults, &mut seen_defaults, &format!("{file}#{doc}"))?;
-                config.templates.extend(spec.templates);
-                config.default_templates.extend(spec.default_templates);
-                config.image_rewrites.extend(spec.image_rewrites);
+        for (origin, document) in documents::parse::<Document>(sources, KIND)? {
+            let spec = document.spec;
+            for template in &spec.templates {
+                check_template(template).map_err(|m| origin.invalid(m))?;
             }
+            for rule in &spec.image_rewrites {
+                rule.check().map_err(|m| origin.invalid(m))?;
+            }
+            merge_defaults(&mut config.defaults, spec.defaults, &mut seen_defaults, &origin.to_string())?;
+            config.templates.extend(spec.templates);
+            config.default_templates.extend(spec.default_templates);
+            config.image_rewrites.extend(spec.image_rewrites);
         }
         config.check()?;
         Ok(config)

@@ -4,13 +4,18 @@
 //! decision function can read, and turns that decision back into a response
 //! of the same `apiVersion` (`admission.k8s.io/v1` or `v1beta1`). Mutations
 //! become a JSON Patch computed by diffing the original and the mutated
-//! object, never written by hand. It knows nothing of HTTP, TLS or gRPC and
-//! does no I/O: the servers live at the edges (`portcullis-server`).
+//! object, never written by hand. It also holds what every webhook's
+//! configuration needs: reading `portcullis.dev/v1alpha1` documents
+//! ([`documents`]) and label selector matching ([`selector`]). It knows
+//! nothing of HTTP, TLS or gRPC and does no I/O: the servers live at the
+//! edges (`portcullis-server`).
 
 #![forbid(unsafe_code)]
 
 mod decision;
+pub mod documents;
 mod review;
+pub mod selector;
 
 pub use decision::{Decision, patch_between};
 pub use review::{DecodeError, Request, decode, encode};

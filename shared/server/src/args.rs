@@ -10,8 +10,8 @@ pub struct ServeArgs {
     /// Address of the HTTPS webhook listener.
     #[arg(long, env = "PORTCULLIS_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
-    /// Time a client has to send request headers and body; a slower client
-    /// gets 408 and its connection is closed.
+    /// Time a client has to send its request headers (else it is
+    /// disconnected) and to get the whole request answered (else 408).
     #[arg(long, env = "PORTCULLIS_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
     /// Time in-flight requests get to finish after SIGTERM.

@@ -137,7 +137,7 @@ async fn handle<W: Webhook>(
         span.record("applied", decision.applied.join(",").as_str());
     }
     if !decision.warnings.is_empty() {
-        span.record("warnings", decision.warnings.len());
+        span.record("warnings", decision.warnings.len() as i64);
     }
     let (response, operations) = decision.respond(&req);
     let result = match (response.allowed, operations, response.warnings.is_some()) {
@@ -147,7 +147,7 @@ async fn handle<W: Webhook>(
         (true, 0, false) => "allowed",
     };
     span.record("allowed", response.allowed);
-    span.record("patch_operations", operations);
+    span.record("patch_operations", operations as i64);
     if !response.allowed {
         tracing::info!(message = %response.result.message, "denied");
     }

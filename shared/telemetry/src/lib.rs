@@ -36,10 +36,10 @@ pub enum LogFormat {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogArgs {
     /// Log filter, in `RUST_LOG` syntax (e.g. `info,portcullis_injector=debug`).
-    #[arg(long, env = "PORTCULLIS_LOG_LEVEL", default_value = "info")]
+    #[arg(long, global = true, env = "PORTCULLIS_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
     /// Log format.
-    #[arg(long, env = "PORTCULLIS_LOG_FORMAT", value_enum, default_value = "plain")]
+    #[arg(long, global = true, env = "PORTCULLIS_LOG_FORMAT", value_enum, default_value = "plain")]
     pub log_format: LogFormat,
 }
 

@@ -1,0 +1,98 @@
+//! Reading `portcullis.dev/v1alpha1` configuration documents: every YAML
+//! (or JSON) document of every file, checked for `apiVersion` and `kind`,
+//! with errors that name the file and the document.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+/// The `apiVersion` of every Portcullis configuration kind.
+pub const API_VERSION: &str = "portcullis.dev/v1alpha1";
+
+/// Why a configuration document was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// The document does not parse as the expected kind.
+    #[error("{file}: document {doc}: {source}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// 1-based index of the document in the file.
+        doc: usize,
+        /// What the parser said (field names included).
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// The document parses but is not valid.
+    #[error("{file}: document {doc}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// 1-based index of the document in the file.
+        doc: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Where a document came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The file.
+    pub file: String,
+    /// 1-based index of the document in the file.
+    pub doc: usize,
+}
+
+impl Origin {
+    /// An [`DocumentError::Invalid`] at this origin.
+    pub fn invalid(&self, message: impl Into<String>) -> DocumentError {
+        DocumentError::Invalid { file: self.file.clone(), doc: self.doc, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{}", self.file, self.doc)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TypeMeta {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+}
+
+/// Parses every non-empty document of every `(path, bytes)` source as a
+/// `kind` document of [`API_VERSION`]. Empty documents are skipped; a
+/// document of another kind or version is an error.
+pub fn parse<'a, T: DeserializeOwned>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+    kind: &str,
+) -> Result<Vec<(Origin, T)>, DocumentError> {
+    let mut out = Vec::new();
+    for (path, bytes) in sources {
+        let file = path.display().to_string();
+        for (index, raw) in serde_yaml::Deserializer::from_slice(bytes).enumerate() {
+            let origin = Origin { file: file.clone(), doc: index + 1 };
+            let parse_error = |source| DocumentError::Parse { file: file.clone(), doc: index + 1, source };
+            let value = serde_yaml::Value::deserialize(raw).map_err(parse_error)?;
+            if value.is_null() {
+                continue;
+            }
+            let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(parse_error)?;
+            if meta.api_version != API_VERSION || meta.kind != kind {
+                return Err(origin.invalid(format!(
+                    "expected apiVersion {API_VERSION} and kind {kind}, found {:?} {:?}",
+                    meta.api_version, meta.kind
+                )));
+            }
+            out.push((origin, serde_yaml::from_value(value).map_err(parse_error)?));
+        }
+    }
+    Ok(out)
+}

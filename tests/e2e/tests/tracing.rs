@@ -1,0 +1,101 @@
+//! One Jaeger trace from the API server into the injector's decision.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use portcullis_e2e::webhook::{Injector, Registration, namespace};
+use portcullis_e2e::{cluster, eventually, ok, repo, unique};
+use serde_json::Value;
+
+/// Jaeger's traces of `service` whose spans carry tag `key=value`.
+fn traces(service: &str, key: &str, value: &str) -> Vec<Value> {
+    let url = format!(
+        "{}/api/traces?service={service}&lookback=1h&limit=20&tags=%7B%22{key}%22%3A%22{value}%22%7D",
+        cluster().var("PORTCULLIS_JAEGER_QUERY")
+    );
+    let out = std::process::Command::new("curl").args(["-fsS", &url]).output().unwrap();
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    body["data"].as_array().cloned().unwrap_or_default()
+}
+
+fn tags(span: &Value) -> HashMap<String, Value> {
+    span["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["key"].as_str().unwrap().to_owned(), t["value"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
+    let client = cluster().client().await;
+    let injector = Injector::start(&repo().join("examples/injector.yaml")).await;
+    let ns = unique("traced");
+    namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
+    let registration = Registration {
+        name: ns.clone(),
+        case: ns.clone(),
+        url: injector.url(),
+        ca_bundle: injector.pki.ca.clone(),
+        failure_policy: "Fail",
+    };
+    registration.apply(&client).await;
+    eventually("the webhook is in use", Duration::from_secs(30), || {
+        let out = cluster().kubectl(&["run", "probe", "--image=nginx", "-n", &ns, "--dry-run=server", "-o", "json"]);
+        String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())
+    })
+    .await;
+    let pod = unique("demo");
+    ok(cluster().kubectl(&["run", &pod, "--image=nginx", "-n", &ns]));
+    let stored = ok(cluster().kubectl(&["get", "pod", &pod, "-n", &ns, "-o", "jsonpath={.metadata.annotations}"]));
+    assert!(stored.contains("portcullis.dev/status"), "{stored}");
+
+    let trace = eventually("the trace reaches Jaeger", Duration::from_secs(30), || {
+        traces("portcullis-injector", "name", &pod).into_iter().find(|t| {
+            let services: Vec<&str> =
+                t["processes"].as_object().unwrap().values().filter_map(|p| p["serviceName"].as_str()).collect();
+            services.contains(&"apiserver")
+        })
+    })
+    .await;
+    let processes: HashMap<&str, &str> = trace["processes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, p)| (id.as_str(), p["serviceName"].as_str().unwrap()))
+        .collect();
+    let spans = trace["spans"].as_array().unwrap();
+    let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (s["spanID"].as_str().unwrap(), s)).collect();
+    let admission = spans
+        .iter()
+        .find(|s| {
+            s["operationName"] == "admission" && processes[s["processID"].as_str().unwrap()] == "portcullis-injector"
+        })
+        .expect("the injector's admission span is in the API server's trace");
+
+    // Parent chain: admission <- apiserver HTTP POST <- apiserver "Call mutating webhook".
+    let parent_id = admission["references"][0]["spanID"].as_str().unwrap();
+    assert_eq!(admission["references"][0]["refType"], "CHILD_OF");
+    let parent = by_id[parent_id];
+    assert_eq!(processes[parent["processID"].as_str().unwrap()], "apiserver");
+    let grandparent = by_id[parent["references"][0]["spanID"].as_str().unwrap()];
+    assert_eq!(grandparent["operationName"], "Call mutating webhook");
+    assert_eq!(processes[grandparent["processID"].as_str().unwrap()], "apiserver");
+
+    let tags = tags(admission);
+    assert_eq!(tags["operation"], "CREATE");
+    assert_eq!(tags["kind"], "Pod");
+    assert_eq!(tags["namespace"], ns.as_str());
+    assert_eq!(tags["name"], pod.as_str());
+    assert_eq!(tags["dry_run"], false);
+    assert_eq!(tags["allowed"], true);
+    assert_eq!(tags["applied"], "proxy");
+    let operations = &tags["patch_operations"];
+    let operations = operations.as_i64().or_else(|| operations.as_str().and_then(|s| s.parse().ok()));
+    assert!(operations.unwrap_or_default() > 0, "{tags:?}");
+    assert!(tags["uid"].as_str().is_some_and(|u| !u.is_empty()));
+    registration.delete(&client).await;
+}
