@@ -1,14 +1,11 @@
 //! `mutate`: the webhook's answer for a manifest, without a cluster, by the
 //! same decision code the server runs.
 
-use std::io::Read as _;
-
 use anyhow::Context as _;
-use portcullis_admission::{decode, encode};
+use portcullis_admission::{decode, encode, manifest};
 use portcullis_server::watch;
 use portcullis_server::webhook::Webhook as _;
-use serde::Deserialize as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::{Mutate, Output};
 use crate::serve::parse;
@@ -18,16 +15,10 @@ use crate::webhook::Injector;
 pub fn run(args: &Mutate) -> anyhow::Result<()> {
     let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
     let injector = Injector::new(parse(&contents).context("the injector configuration is invalid")?);
-    let input = if args.file.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).context("reading standard input")?;
-        buf
-    } else {
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?
-    };
+    let input = manifest::read_input(&args.file).context("reading the input")?;
     let mut first = true;
-    for document in documents(&input)? {
-        let review = as_review(document)?;
+    for document in manifest::documents(&input)? {
+        let review = manifest::as_review(document)?;
         let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
         let decision = injector.decide(&req);
         for warning in &decision.warnings {
@@ -50,46 +41,4 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         first = false;
     }
     Ok(())
-}
-
-/// The non-empty documents of a YAML or JSON stream, as JSON.
-fn documents(input: &[u8]) -> anyhow::Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_slice(input).enumerate() {
-        let value = Value::deserialize(doc).with_context(|| format!("document {} is not YAML or JSON", i + 1))?;
-        if !value.is_null() {
-            out.push(value);
-        }
-    }
-    anyhow::ensure!(!out.is_empty(), "the input has no documents");
-    Ok(out)
-}
-
-/// An AdmissionReview as is; any other object wrapped in a CREATE review.
-fn as_review(document: Value) -> anyhow::Result<Value> {
-    if document["kind"] == "AdmissionReview" {
-        return Ok(document);
-    }
-    let api_version = document["apiVersion"].as_str().context("the object has no apiVersion")?;
-    let kind = document["kind"].as_str().context("the object has no kind")?;
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let resource = format!("{}s", kind.to_lowercase());
-    let namespace = document.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
-    let name = document.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    Ok(json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-0000-0000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": resource},
-            "namespace": namespace,
-            "name": name,
-            "operation": "CREATE",
-            "userInfo": {"username": "portcullis-injector mutate"},
-            "object": document,
-            "oldObject": null,
-            "dryRun": true,
-        }
-    }))
 }

@@ -1,12 +1,10 @@
-//! `serve`: wiring the injector into the shared webhook server.
+//! `serve`: the injector on the shared webhook server.
 
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use portcullis_server::serve::{Limits, serve_tls};
-use portcullis_server::tls::{error_chain, resolver_from_args, server_config};
-use portcullis_server::{Metrics, admin, shutdown_signal, watch, webhook};
-use tokio::net::TcpListener;
+use portcullis_server::run::{reload_config, serve_webhook};
+use portcullis_server::{Metrics, shutdown_signal, watch};
 
 use crate::cli::Serve;
 use crate::config::Config;
@@ -21,42 +19,13 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     log_config("configuration loaded", &config);
     let injector = Arc::new(Injector::new(config));
     let metrics = Arc::new(Metrics::new(|registry| injector.register(registry)));
-
-    let (target, reload_metrics) = (injector.clone(), metrics.clone());
-    watch::spawn_poll("injector config", paths, args.config_reload_interval, initial, shutdown.clone(), move |c| {
-        match parse(c) {
-            Ok(config) => {
-                log_config("configuration reloaded", &config);
-                target.set_config(config);
-                reload_metrics.config_reloaded(true);
-            }
-            Err(err) => {
-                tracing::error!(error = %error_chain(&err), "new configuration refused; the previous one stays in force");
-                reload_metrics.config_reloaded(false);
-            }
-        }
+    let target = injector.clone();
+    reload_config(paths, args.config_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |c| {
+        log_config("configuration reloaded", &c);
+        target.set_config(c);
     });
-
-    let serve = &args.serve;
-    let resolver = resolver_from_args(&serve.tls, "injector", shutdown.clone())?;
-    let listener = TcpListener::bind(serve.listen).await.with_context(|| format!("binding {}", serve.listen))?;
-    let admin_listener = TcpListener::bind(serve.admin.admin_listen)
-        .await
-        .with_context(|| format!("binding {}", serve.admin.admin_listen))?;
-    tracing::info!(
-        webhook = %listener.local_addr()?, admin = %admin_listener.local_addr()?,
-        "serving POST /mutate over HTTPS; /healthz, /readyz and /metrics over HTTP"
-    );
-    let app = webhook::router("/mutate", injector, metrics.clone(), serve.request_timeout);
-    let ready_resolver = resolver.clone();
-    let admin_app = admin::router(Arc::new(move || ready_resolver.is_ready()), metrics);
-    let limits = Limits { request_timeout: serve.request_timeout, shutdown_grace: serve.shutdown_grace };
-    let (_, admin_result) = tokio::join!(
-        serve_tls(listener, app, server_config(resolver), limits, shutdown.clone()),
-        admin::serve(admin_listener, admin_app, shutdown),
-    );
-    admin_result.context("admin server")?;
-    tracing::info!("stopped");
+    let ready = Arc::new(|| true);
+    serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())
 }
 

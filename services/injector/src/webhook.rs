@@ -1,9 +1,10 @@
 //! The injector as a webhook: the current configuration (swapped on
 //! reload), its decision function and its own metrics.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use portcullis_admission::{Decision, Request};
+use portcullis_server::Current;
 use portcullis_server::webhook::Webhook;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -23,7 +24,7 @@ struct TemplateLabels {
 /// The mutating webhook.
 #[derive(Debug, Default)]
 pub struct Injector {
-    config: RwLock<Arc<Config>>,
+    config: Current<Config>,
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
 }
@@ -31,24 +32,17 @@ pub struct Injector {
 impl Injector {
     /// An injector running `config`.
     pub fn new(config: Config) -> Self {
-        Self { config: RwLock::new(Arc::new(config)), ..Self::default() }
+        Self { config: Current::new(config), ..Self::default() }
     }
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(config) => config.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.config.get()
     }
 
     /// Puts `config` in force for the next request.
     pub fn set_config(&self, config: Config) {
-        let config = Arc::new(config);
-        match self.config.write() {
-            Ok(mut slot) => *slot = config,
-            Err(poisoned) => *poisoned.into_inner() = config,
-        }
+        self.config.set(config);
     }
 
     /// Registers the injector's own metrics.

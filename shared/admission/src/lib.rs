@@ -14,6 +14,8 @@
 
 mod decision;
 pub mod documents;
+pub mod image;
+pub mod manifest;
 mod review;
 pub mod selector;
 

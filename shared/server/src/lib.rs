@@ -16,7 +16,9 @@
 
 pub mod admin;
 pub mod args;
+pub mod current;
 pub mod metrics;
+pub mod run;
 pub mod serve;
 pub mod shutdown;
 pub mod tls;
@@ -24,5 +26,6 @@ pub mod watch;
 pub mod webhook;
 
 pub use args::{AdminArgs, ServeArgs, TlsArgs};
+pub use current::Current;
 pub use metrics::Metrics;
 pub use shutdown::shutdown_signal;

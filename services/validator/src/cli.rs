@@ -1,0 +1,80 @@
+//! Command line: `serve` runs the webhook, `check` evaluates manifests
+//! offline, as CI would before they reach a cluster.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use portcullis_server::ServeArgs;
+use portcullis_server::args::parse_duration;
+use portcullis_telemetry::LogArgs;
+
+/// Portcullis validator: a validating admission webhook enforcing
+/// ValidatorPolicy documents.
+#[derive(Debug, clap::Parser)]
+#[command(name = "portcullis-validator", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    #[allow(missing_docs)]
+    pub command: Command,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub log: LogArgs,
+}
+
+/// What to run.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Serve the webhook (HTTPS) and the admin endpoints (HTTP).
+    Serve(Box<Serve>),
+    /// Evaluate manifests against policies and print every finding; exit 1
+    /// when anything would be denied.
+    Check(Check),
+}
+
+/// Where the policies come from, and how they are evaluated.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    /// ValidatorPolicy file, or directory of `*.yaml`/`*.yml`/`*.json` files
+    /// (a mounted ConfigMap). Repeat or comma-separate for several.
+    #[arg(long = "policy", env = "PORTCULLIS_POLICY", value_delimiter = ',', required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The namespace Portcullis runs in: excluded like kube-system unless a
+    /// policy sets `match.includeSystemNamespaces`.
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = "portcullis-system")]
+    pub portcullis_namespace: String,
+    /// Bound on the wall time of all CEL evaluation for one request; past
+    /// it, the policies' failure policy applies.
+    #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = parse_duration)]
+    pub cel_timeout: Duration,
+}
+
+/// `serve` flags.
+#[derive(Debug, clap::Args)]
+pub struct Serve {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub policy: PolicyArgs,
+    /// How often the policy files are checked for changes.
+    #[arg(long, env = "PORTCULLIS_POLICY_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub policy_reload_interval: Duration,
+    /// Watch Namespaces (list/watch, metadata only) so that policies can use
+    /// `namespaceSelector`. Uses the in-cluster service account or
+    /// KUBECONFIG. Without it, such policies follow their failure policy.
+    #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_namespaces: bool,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub serve: ServeArgs,
+}
+
+/// `check` flags.
+#[derive(Debug, clap::Args)]
+pub struct Check {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub policy: PolicyArgs,
+    /// Manifests (multi-document YAML or JSON, or AdmissionReview JSON);
+    /// `-` reads standard input. Repeat for several.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<PathBuf>,
+}

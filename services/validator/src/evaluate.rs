@@ -1,0 +1,277 @@
+//! Running the policy set over one admission request: matching, built-in
+//! rules, CEL, and the findings that become the decision.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use portcullis_admission::{Decision, Operation, Request};
+use serde_json::{Value, json};
+
+use crate::cel::{Bindings, Outcome};
+use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
+
+/// One violation (or evaluation failure) found by one policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The policy's name.
+    pub policy: String,
+    /// What the policy does with it.
+    pub action: Action,
+    /// What is wrong, naming the object and the field.
+    pub message: String,
+    /// HTTP-style status code of a denial.
+    pub code: u16,
+}
+
+/// Labels of the namespaces the cluster has, for `namespaceSelector`.
+pub trait NamespaceLabels: Send + Sync {
+    /// The labels of namespace `name`, or `None` when it is not known.
+    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
+}
+
+/// The limits and context of an evaluation.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespaces no policy applies to without `includeSystemNamespaces`.
+    pub system_namespaces: Vec<String>,
+    /// Wall-clock bound for all CEL of one request.
+    pub cel_deadline: Duration,
+}
+
+/// Every finding of every matching policy, and the names of the policies
+/// that applied.
+pub fn evaluate(
+    set: &Arc<PolicySet>,
+    settings: &Settings,
+    namespaces: &dyn NamespaceLabels,
+    req: &Request,
+) -> (Vec<Finding>, Vec<String>) {
+    let inner = &req.inner;
+    let old = inner.old_object.as_ref().and_then(|o| serde_json::to_value(o).ok());
+    // DELETE has only the old object; every other operation is judged on the new one.
+    let subject = req.object.as_ref().or(old.as_ref());
+    let mut findings = Vec::new();
+    let mut applied = Vec::new();
+    let mut with_cel = Vec::new();
+    for (index, policy) in set.policies.iter().enumerate() {
+        match matches(policy, settings, namespaces, req, old.as_ref()) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(reason) => {
+                fail(policy, reason, &mut findings);
+                continue;
+            }
+        }
+        if let Some(object) = subject {
+            let what = describe(req, object);
+            for message in policy.rules.violations(&inner.kind.kind, &what, object) {
+                findings.push(finding(policy, message, 403));
+            }
+        }
+        if policy.cel.is_empty() {
+            applied.push(policy.name.clone());
+        } else {
+            with_cel.push(index);
+        }
+    }
+    if !with_cel.is_empty() {
+        let bindings = Bindings::new(req.object.as_ref(), old.as_ref(), &request_json(req));
+        match run_cel(set.clone(), with_cel.clone(), bindings, settings.cel_deadline) {
+            Ok(outcomes) => {
+                for (index, outcome) in with_cel.into_iter().zip(outcomes) {
+                    let policy = &set.policies[index];
+                    match outcome {
+                        Outcome::NotMatched => continue,
+                        Outcome::Passed => {}
+                        Outcome::Violations(v) => {
+                            let what = subject.map(|o| describe(req, o)).unwrap_or_default();
+                            for (message, reason) in v {
+                                findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
+                            }
+                        }
+                        Outcome::Error(reason) => fail(policy, reason, &mut findings),
+                    }
+                    applied.push(policy.name.clone());
+                }
+            }
+            Err(reason) => {
+                for index in with_cel {
+                    fail(&set.policies[index], reason.clone(), &mut findings);
+                }
+            }
+        }
+    }
+    (findings, applied)
+}
+
+/// The decision for `findings`: denied when any Deny finding exists (every
+/// Deny message in it), warnings for Warn findings; Audit findings only
+/// show in logs, metrics and the trace.
+pub fn decide(findings: &[Finding], applied: Vec<String>) -> Decision {
+    let denials: Vec<&Finding> = findings.iter().filter(|f| f.action == Action::Deny).collect();
+    let warnings =
+        findings.iter().filter(|f| f.action == Action::Warn).map(|f| format!("[{}] {}", f.policy, f.message)).collect();
+    let mut decision = match denials.first() {
+        Some(first) => {
+            let message =
+                denials.iter().map(|f| format!("[{}] {}", f.policy, f.message)).collect::<Vec<_>>().join("\n");
+            Decision::deny(first.code, message)
+        }
+        None => Decision::allow(),
+    };
+    decision.warnings = warnings;
+    decision.applied = applied;
+    decision
+}
+
+fn finding(policy: &Policy, message: String, code: u16) -> Finding {
+    Finding { policy: policy.name.clone(), action: policy.action, message, code }
+}
+
+fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
+    match policy.failure_policy {
+        FailurePolicy::Fail => findings.push(finding(policy, format!("policy could not be evaluated: {reason}"), 403)),
+        FailurePolicy::Ignore => {
+            tracing::warn!(policy = %policy.name, %reason, "policy could not be evaluated; ignored (failurePolicy: Ignore)");
+        }
+    }
+}
+
+fn run_cel(
+    set: Arc<PolicySet>,
+    indices: Vec<usize>,
+    bindings: Bindings,
+    deadline: Duration,
+) -> Result<Vec<Outcome>, String> {
+    // CEL has no loops, but comprehensions over large inputs can still be
+    // slow; evaluate off the request's thread and give up at the deadline.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("cel".into())
+        .spawn(move || {
+            let outcomes = indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings)).collect();
+            let _ = tx.send(outcomes);
+        })
+        .map_err(|e| format!("cannot start CEL evaluation: {e}"))?;
+    rx.recv_timeout(deadline).map_err(|_| format!("CEL evaluation took longer than {} ms", deadline.as_millis()))
+}
+
+/// `Deployment demo/web`, `Namespace team-a`, `Pod demo/web-*` (generateName).
+fn describe(req: &Request, object: &Value) -> String {
+    let inner = &req.inner;
+    let name = if inner.name.is_empty() {
+        object
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .map(|g| format!("{g}*"))
+            .unwrap_or_else(|| "(unnamed)".into())
+    } else {
+        inner.name.clone()
+    };
+    match inner.namespace.as_deref().filter(|n| !n.is_empty()) {
+        Some(ns) => format!("{} {ns}/{name}", inner.kind.kind),
+        None => format!("{} {name}", inner.kind.kind),
+    }
+}
+
+fn request_json(req: &Request) -> Value {
+    let r = &req.inner;
+    json!({
+        "uid": r.uid,
+        "kind": r.kind,
+        "resource": r.resource,
+        "subResource": r.sub_resource,
+        "requestKind": r.request_kind,
+        "requestResource": r.request_resource,
+        "requestSubResource": r.request_sub_resource,
+        "name": r.name,
+        "namespace": r.namespace,
+        "operation": operation(&r.operation),
+        "userInfo": r.user_info,
+        "dryRun": r.dry_run,
+        "options": r.options,
+    })
+}
+
+fn operation(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+/// Whether `policy` applies to `req`; `Err` when that cannot be known.
+fn matches(
+    policy: &Policy,
+    settings: &Settings,
+    namespaces: &dyn NamespaceLabels,
+    req: &Request,
+    old: Option<&Value>,
+) -> Result<bool, String> {
+    let m: &Match = &policy.matching;
+    let inner = &req.inner;
+    let op = operation(&inner.operation);
+    let op_ok = if m.operations.is_empty() {
+        matches!(op, "CREATE" | "UPDATE")
+    } else {
+        m.operations.iter().any(|o| o == op || o == "*")
+    };
+    if !op_ok || !(m.resources.is_empty() || m.resources.iter().any(|r| resource_matches(r, req))) {
+        return Ok(false);
+    }
+    let namespace = inner.namespace.as_deref().unwrap_or_default();
+    if !namespace.is_empty() {
+        let system = settings.system_namespaces.iter().any(|s| s == namespace);
+        if (system && !m.include_system_namespaces) || m.exclude_namespaces.iter().any(|n| n == namespace) {
+            return Ok(false);
+        }
+    }
+    if let Some(selector) = &m.object_selector {
+        // As the API server does: a match on either the new or the old object.
+        let new_ok = req.object.is_some() && selector.matches(label_lookup(req.object.as_ref()));
+        let old_ok = old.is_some() && selector.matches(label_lookup(old));
+        if !new_ok && !old_ok {
+            return Ok(false);
+        }
+    }
+    if let Some(selector) = &m.namespace_selector {
+        if inner.kind.kind == "Namespace" && inner.kind.group.is_empty() {
+            return Ok(selector.matches(label_lookup(req.object.as_ref().or(old))));
+        }
+        if namespace.is_empty() {
+            return Ok(true); // other cluster-scoped objects are never skipped by a namespaceSelector
+        }
+        let labels = namespaces.labels(namespace).ok_or_else(|| {
+            format!("the labels of namespace {namespace} are not known, so namespaceSelector cannot be evaluated")
+        })?;
+        return Ok(selector.matches(|k| labels.get(k).map(String::as_str)));
+    }
+    Ok(true)
+}
+
+/// Looks a label up in `object`'s `metadata.labels`.
+fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
+    let labels = object.and_then(|o| o.pointer("/metadata/labels"));
+    move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
+    let inner = &req.inner;
+    let any_or = |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
+    if !any_or(&rule.api_groups, &inner.resource.group) || !any_or(&rule.api_versions, &inner.resource.version) {
+        return false;
+    }
+    if !rule.kinds.is_empty() && !any_or(&rule.kinds, &inner.kind.kind) {
+        return false;
+    }
+    let resource = &inner.resource.resource;
+    match inner.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+        None => rule.resources.is_empty() || any_or(&rule.resources, resource),
+        Some(sub) => rule.resources.iter().any(|r| {
+            r == "*/*" || *r == format!("{resource}/{sub}") || *r == format!("*/{sub}") || *r == format!("{resource}/*")
+        }),
+    }
+}

@@ -1,0 +1,25 @@
+//! The Portcullis validator: a validating admission webhook.
+//!
+//! `ValidatorPolicy` documents ([`policy`]) select requests by resource,
+//! operation, namespace and labels, and check them with built-in rules
+//! ([`rules`]: labels, replicas, Services, images, resources, pod security
+//! for Pods and every pod template) and with CEL in the form of Kubernetes'
+//! ValidatingAdmissionPolicy ([`cel`]). [`evaluate`] runs the set over one
+//! request: pure, apart from the bounded CEL worker thread, and with no
+//! I/O. Every violation is reported at once: Deny policies refuse the
+//! request, Warn policies return warnings, Audit policies log, count and
+//! trace. The shared server owns HTTP and TLS; `check` runs the same
+//! evaluation offline.
+
+#![forbid(unsafe_code)]
+
+pub mod cel;
+pub mod cli;
+pub mod evaluate;
+pub mod namespaces;
+pub mod offline;
+pub mod pods;
+pub mod policy;
+pub mod rules;
+pub mod serve;
+pub mod webhook;

@@ -1,0 +1,21 @@
+#![forbid(unsafe_code)]
+
+use clap::Parser as _;
+use portcullis_validator::cli::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<std::process::ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check(args) => {
+            let allowed = portcullis_validator::offline::run(&args)?;
+            Ok(if allowed { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
+        }
+        Command::Serve(args) => {
+            let telemetry = portcullis_telemetry::init("portcullis-validator", &cli.log)?;
+            let result = portcullis_validator::serve::run(*args).await;
+            telemetry.shutdown();
+            result.map(|()| std::process::ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! `check`: every finding for every object in the given manifests, by the
+//! same evaluation the server runs. Exit status 1 when anything would be
+//! denied.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use portcullis_admission::{decode, manifest};
+use portcullis_server::watch;
+use serde_json::Value;
+
+use crate::cli::Check;
+use crate::evaluate::NamespaceLabels;
+use crate::policy::Action;
+use crate::serve::{parse, settings};
+use crate::webhook::Validator;
+
+/// Namespaces declared in the manifests themselves, for `namespaceSelector`.
+#[derive(Debug, Default)]
+struct ManifestNamespaces(BTreeMap<String, BTreeMap<String, String>>);
+
+impl NamespaceLabels for ManifestNamespaces {
+    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        self.0.get(name).cloned()
+    }
+}
+
+/// Runs `check`; `Ok(false)` when something would be denied.
+pub fn run(args: &Check) -> anyhow::Result<bool> {
+    let contents = watch::read_all(&args.policy.paths).context("reading the policies")?;
+    let policies = parse(&contents).context("the policies are invalid")?;
+    let mut objects = Vec::new();
+    for file in &args.files {
+        let input = manifest::read_input(file).context("reading the input")?;
+        let documents = manifest::documents(&input).with_context(|| file.display().to_string())?;
+        objects.extend(documents);
+    }
+    let namespaces: BTreeMap<String, BTreeMap<String, String>> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .filter_map(|o| {
+            let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
+            let labels = serde_json::from_value(o.pointer("/metadata/labels").cloned().unwrap_or(Value::Null)).ok();
+            Some((name, labels.unwrap_or_default()))
+        })
+        .collect();
+    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)));
+    let mut all_allowed = true;
+    for object in objects {
+        let review = manifest::as_review(object)?;
+        let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
+        let (decision, findings) = validator.review(&req);
+        let what = match req.inner.namespace.as_deref() {
+            Some(ns) => format!("{} {ns}/{}", req.inner.kind.kind, req.inner.name),
+            None => format!("{} {}", req.inner.kind.kind, req.inner.name),
+        };
+        let verdict = if decision.denied.is_some() { "DENIED" } else { "allowed" };
+        println!("{what}: {verdict}");
+        for f in &findings {
+            let label = match f.action {
+                Action::Deny => "deny",
+                Action::Warn => "warning",
+                Action::Audit => "audit",
+            };
+            println!("  {label}: [{}] {}", f.policy, f.message);
+        }
+        all_allowed &= decision.denied.is_none();
+    }
+    Ok(all_allowed)
+}

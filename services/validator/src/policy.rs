@@ -1,0 +1,212 @@
+//! `ValidatorPolicy` documents: what they may say, and their compiled form.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use portcullis_admission::documents::{self, DocumentError, Origin};
+use portcullis_admission::selector::LabelSelector;
+use serde::Deserialize;
+
+use crate::cel::{self, CelRules};
+use crate::rules::Rules;
+
+const KIND: &str = "ValidatorPolicy";
+
+/// Namespaces no policy applies to unless it sets
+/// `match.includeSystemNamespaces: true`; the Portcullis namespace is added
+/// to these at startup.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+/// Why a policy set was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A document does not parse or is not valid on its own.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    /// Two documents define the same policy name.
+    #[error("policy {name:?} is defined twice ({first} and {second})")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// The first definition.
+        first: String,
+        /// The second.
+        second: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // apiVersion and kind are checked by `documents::parse`
+struct Document {
+    api_version: String,
+    kind: String,
+    metadata: Metadata,
+    spec: Spec,
+}
+
+#[derive(Debug, Deserialize)]
+struct Metadata {
+    name: String,
+}
+
+/// What a policy does with what it finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum Action {
+    /// Refuse the request, with every violation in the message.
+    #[default]
+    Deny,
+    /// Allow, and return the violations as warnings (`kubectl` prints
+    /// `Warning: ...`).
+    Warn,
+    /// Allow; log, count and trace the violations.
+    Audit,
+}
+
+impl Action {
+    /// Lower-case name, for logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deny => "deny",
+            Self::Warn => "warn",
+            Self::Audit => "audit",
+        }
+    }
+}
+
+/// What happens when a rule cannot be evaluated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum FailurePolicy {
+    /// Treat it as a violation (fail closed).
+    #[default]
+    Fail,
+    /// Ignore the rule (fail open), with a log line.
+    Ignore,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Spec {
+    #[serde(default)]
+    action: Action,
+    #[serde(default)]
+    failure_policy: FailurePolicy,
+    #[serde(default, rename = "match")]
+    matching: Match,
+    #[serde(default)]
+    rules: Rules,
+    #[serde(default)]
+    match_conditions: Vec<cel::NamedExpression>,
+    #[serde(default)]
+    variables: Vec<cel::NamedExpression>,
+    #[serde(default)]
+    validations: Vec<cel::Validation>,
+}
+
+/// Which requests a policy looks at.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Match {
+    /// Resources by group, version and kind or resource; empty: all.
+    #[serde(default)]
+    pub resources: Vec<ResourceRule>,
+    /// Operations; empty: CREATE and UPDATE.
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// Labels the object's namespace must have.
+    pub namespace_selector: Option<LabelSelector>,
+    /// Labels the object must have.
+    pub object_selector: Option<LabelSelector>,
+    /// Namespaces the policy never applies to.
+    #[serde(default)]
+    pub exclude_namespaces: Vec<String>,
+    /// Apply in kube-system, kube-public, kube-node-lease and the
+    /// Portcullis namespace too.
+    #[serde(default)]
+    pub include_system_namespaces: bool,
+}
+
+/// One resource rule, like a webhook's `rules` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceRule {
+    /// API groups (`""` is the core group, `"*"` any).
+    #[serde(default = "any")]
+    pub api_groups: Vec<String>,
+    /// API versions (`"*"` any).
+    #[serde(default = "any")]
+    pub api_versions: Vec<String>,
+    /// Kinds (`Deployment`, `Scale`, `"*"`); empty: any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Resources, with subresources as `deployments/scale` (`"*"`,
+    /// `"*/scale"`); empty: any resource without a subresource.
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+
+fn any() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// A checked, compiled policy.
+#[derive(Debug)]
+pub struct Policy {
+    /// `metadata.name`.
+    pub name: String,
+    /// What to do with violations.
+    pub action: Action,
+    /// What to do when a rule cannot be evaluated.
+    pub failure_policy: FailurePolicy,
+    /// Which requests it applies to.
+    pub matching: Match,
+    /// Built-in rules.
+    pub rules: Rules,
+    /// CEL match conditions, variables and validations.
+    pub cel: CelRules,
+}
+
+/// Every policy in force.
+#[derive(Debug, Default)]
+pub struct PolicySet {
+    /// In document order.
+    pub policies: Vec<Policy>,
+}
+
+impl PolicySet {
+    /// Parses, checks and compiles every document of every source. A CEL
+    /// expression that does not compile is refused with its position.
+    pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, PolicyError> {
+        let mut policies: Vec<Policy> = Vec::new();
+        let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
+        for (origin, doc) in documents::parse::<Document>(sources, KIND)? {
+            let name = doc.metadata.name;
+            if name.trim().is_empty() {
+                return Err(origin.invalid("metadata.name is required").into());
+            }
+            if let Some(first) = origins.get(&name) {
+                return Err(PolicyError::Duplicate { name, first: first.to_string(), second: origin.to_string() });
+            }
+            let spec = doc.spec;
+            let invalid = |m: String| origin.invalid(format!("policy {name}: {m}"));
+            for selector in [&spec.matching.namespace_selector, &spec.matching.object_selector].into_iter().flatten() {
+                selector.check().map_err(invalid)?;
+            }
+            spec.rules.check().map_err(invalid)?;
+            let cel = CelRules::compile(spec.match_conditions, spec.variables, spec.validations).map_err(invalid)?;
+            if spec.rules.is_empty() && cel.validations.is_empty() {
+                return Err(invalid("has neither rules nor validations".into()).into());
+            }
+            origins.insert(name.clone(), origin);
+            policies.push(Policy {
+                name,
+                action: spec.action,
+                failure_policy: spec.failure_policy,
+                matching: spec.matching,
+                rules: spec.rules,
+                cel,
+            });
+        }
+        Ok(Self { policies })
+    }
+}

@@ -1,0 +1,307 @@
+//! Built-in rule kinds: plain functions from an object to the violations
+//! they find, each naming the object and the offending field.
+
+use std::collections::BTreeMap;
+
+use portcullis_admission::image;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::pods::{containers, pod_spec};
+
+/// A regular expression a label or annotation value must match in full;
+/// empty: any value.
+#[derive(Debug, Clone)]
+pub struct Pattern(Option<regex::Regex>);
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(Self(None));
+        }
+        regex::Regex::new(&format!("^(?:{text})$"))
+            .map(|r| Self(Some(r)))
+            .map_err(|e| serde::de::Error::custom(format!("pattern {text:?}: {e}")))
+    }
+}
+
+impl Pattern {
+    fn matches(&self, value: &str) -> bool {
+        self.0.as_ref().is_none_or(|r| r.is_match(value))
+    }
+
+    fn describe(&self) -> String {
+        self.0
+            .as_ref()
+            .map(|r| r.as_str().trim_start_matches("^(?:").trim_end_matches(")$").to_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// The built-in rules of one policy; every rule set is checked.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rules {
+    /// Labels the object must have, with value patterns.
+    #[serde(default)]
+    pub required_labels: BTreeMap<String, Pattern>,
+    /// Annotations the object must have, with value patterns.
+    #[serde(default)]
+    pub required_annotations: BTreeMap<String, Pattern>,
+    /// Replica bounds for Deployments, StatefulSets, ReplicaSets and `scale`.
+    pub replicas: Option<Replicas>,
+    /// Service restrictions.
+    pub services: Option<Services>,
+    /// Image restrictions for every container of a pod or pod template.
+    pub images: Option<Images>,
+    /// Resource requests and limits every container must set.
+    pub resources: Option<Resources>,
+    /// Pod security restrictions.
+    pub pod_security: Option<PodSecurity>,
+}
+
+/// Replica bounds.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replicas {
+    /// Minimum replicas.
+    pub min: Option<i64>,
+    /// Maximum replicas.
+    pub max: Option<i64>,
+}
+
+/// Service restrictions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Services {
+    /// `LoadBalancer`, `NodePort`, `ExternalName`, `ClusterIP`.
+    #[serde(default)]
+    pub forbidden_types: Vec<String>,
+    /// Refuse `spec.externalIPs`.
+    #[serde(default)]
+    pub forbid_external_ips: bool,
+}
+
+/// Image restrictions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Images {
+    /// Registries images may come from (`registry.example.com`,
+    /// `docker.io`); empty: any.
+    #[serde(default)]
+    pub allowed_registries: Vec<String>,
+    /// Refuse `:latest` and images without a tag or digest.
+    #[serde(default)]
+    pub forbid_latest: bool,
+    /// Require a digest (`@sha256:...`).
+    #[serde(default)]
+    pub require_digest: bool,
+}
+
+/// Resources every container (init containers included) must declare.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    /// Resource names that must be in `resources.requests`.
+    #[serde(default)]
+    pub requests: Vec<String>,
+    /// Resource names that must be in `resources.limits`.
+    #[serde(default)]
+    pub limits: Vec<String>,
+}
+
+/// Pod security restrictions, for Pods and pod templates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSecurity {
+    /// Refuse `securityContext.privileged: true`.
+    #[serde(default)]
+    pub forbid_privileged: bool,
+    /// Refuse `hostNetwork`, `hostPID`, `hostIPC`.
+    #[serde(default)]
+    pub forbid_host_namespaces: bool,
+    /// Refuse `hostPath` volumes.
+    #[serde(default)]
+    pub forbid_host_path: bool,
+    /// Capabilities containers may add; others are refused. Absent: no check.
+    pub allowed_capabilities: Option<Vec<String>>,
+    /// Require `runAsNonRoot: true` on each container or on the pod.
+    #[serde(default)]
+    pub require_run_as_non_root: bool,
+}
+
+const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+
+impl Rules {
+    /// Whether no built-in rule is configured.
+    pub fn is_empty(&self) -> bool {
+        self.required_labels.is_empty()
+            && self.required_annotations.is_empty()
+            && self.replicas.is_none()
+            && self.services.is_none()
+            && self.images.is_none()
+            && self.resources.is_none()
+            && self.pod_security.is_none()
+    }
+
+    /// Refuses contradictory or meaningless settings.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(Replicas { min: Some(min), max: Some(max) }) = self.replicas
+            && min > max
+        {
+            return Err(format!("rules.replicas: min {min} is above max {max}"));
+        }
+        if let Some(services) = &self.services
+            && let Some(bad) = services.forbidden_types.iter().find(|t| !SERVICE_TYPES.contains(&t.as_str()))
+        {
+            return Err(format!("rules.services.forbiddenTypes: {bad:?} is not a Service type ({SERVICE_TYPES:?})"));
+        }
+        Ok(())
+    }
+
+    /// Every violation of every rule by `object`, a `kind`, shown to the
+    /// user as `what` (`Deployment demo/web`).
+    pub fn violations(&self, kind: &str, what: &str, object: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut say = |message: String| out.push(format!("{what}: {message}"));
+        for (field, required) in [("labels", &self.required_labels), ("annotations", &self.required_annotations)] {
+            let present = object.pointer(&format!("/metadata/{field}"));
+            for (key, pattern) in required {
+                match present.and_then(|m| m.get(key)).and_then(Value::as_str) {
+                    None => say(format!("{} {key:?} is required", &field[..field.len() - 1])),
+                    Some(value) if !pattern.matches(value) => say(format!(
+                        "{} {key:?} is {value:?}, which does not match {:?}",
+                        &field[..field.len() - 1],
+                        pattern.describe()
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        if let Some(bounds) = self.replicas {
+            replicas(bounds, kind, object, &mut say);
+        }
+        if let (Some(services), "Service") = (&self.services, kind) {
+            let kind = object.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+            if services.forbidden_types.iter().any(|t| t == kind) {
+                say(format!("spec.type {kind} is not allowed"));
+            }
+            let external = object.pointer("/spec/externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            if services.forbid_external_ips && external {
+                say("spec.externalIPs is not allowed".into());
+            }
+        }
+        if let Some((prefix, spec)) = pod_spec(kind, object) {
+            self.pod_violations(prefix, spec, &mut say);
+        }
+        out
+    }
+
+    fn pod_violations(&self, prefix: &str, spec: &Value, say: &mut impl FnMut(String)) {
+        let containers = containers(prefix, spec);
+        if let Some(rule) = &self.images {
+            for c in &containers {
+                images(rule, &c.path, c.value, say);
+            }
+        }
+        if let Some(rule) = &self.resources {
+            for c in containers.iter().filter(|c| !c.path.contains(".ephemeralContainers[")) {
+                for (kind, names) in [("requests", &rule.requests), ("limits", &rule.limits)] {
+                    for name in names {
+                        if c.value.pointer(&format!("/resources/{kind}/{name}")).is_none() {
+                            say(format!("{}: resources.{kind}.{name} is required", c.path));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(rule) = &self.pod_security {
+            pod_security(rule, prefix, spec, &containers, say);
+        }
+    }
+}
+
+fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(String)) {
+    let default = match kind {
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" => 1,
+        "Scale" => 0,
+        _ => return,
+    };
+    let replicas = object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(default);
+    if let Some(min) = bounds.min.filter(|min| replicas < *min) {
+        say(format!("spec.replicas is {replicas}, below the minimum of {min}"));
+    }
+    if let Some(max) = bounds.max.filter(|max| replicas > *max) {
+        say(format!("spec.replicas is {replicas}, above the maximum of {max}"));
+    }
+}
+
+fn images(rule: &Images, path: &str, container: &Value, say: &mut impl FnMut(String)) {
+    let Some(text) = container.get("image").and_then(Value::as_str) else {
+        return;
+    };
+    let Some(image) = image::parse(text) else {
+        say(format!("{path}: image {text:?} is not a valid image reference"));
+        return;
+    };
+    if !rule.allowed_registries.is_empty() && !rule.allowed_registries.iter().any(|r| r == image.registry()) {
+        say(format!("{path}: image {text} is not from an allowed registry ({})", rule.allowed_registries.join(", ")));
+    }
+    if rule.forbid_latest {
+        match (image.tag(), image.digest()) {
+            (Some("latest"), _) => say(format!("{path}: image {text} uses the latest tag")),
+            (None, None) => say(format!("{path}: image {text} has no tag (it means latest)")),
+            _ => {}
+        }
+    }
+    if rule.require_digest && image.digest().is_none() {
+        say(format!("{path}: image {text} is not pinned by digest (@sha256:...)"));
+    }
+}
+
+fn pod_security(
+    rule: &PodSecurity,
+    prefix: &str,
+    spec: &Value,
+    containers: &[crate::pods::Container<'_>],
+    say: &mut impl FnMut(String),
+) {
+    let flag = |v: &Value, pointer: &str| v.pointer(pointer).and_then(Value::as_bool);
+    if rule.forbid_host_namespaces {
+        for field in ["hostNetwork", "hostPID", "hostIPC"] {
+            if flag(spec, &format!("/{field}")) == Some(true) {
+                say(format!("{prefix}.{field} is true"));
+            }
+        }
+    }
+    if rule.forbid_host_path {
+        for (i, v) in spec.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            if v.get("hostPath").is_some() {
+                let name = v.get("name").and_then(Value::as_str).unwrap_or("?");
+                say(format!("{prefix}.volumes[{i}] ({name}): hostPath volumes are not allowed"));
+            }
+        }
+    }
+    let pod_non_root = flag(spec, "/securityContext/runAsNonRoot");
+    for c in containers {
+        if rule.forbid_privileged && flag(c.value, "/securityContext/privileged") == Some(true) {
+            say(format!("{}: securityContext.privileged is true", c.path));
+        }
+        if let Some(allowed) = &rule.allowed_capabilities {
+            let added = c.value.pointer("/securityContext/capabilities/add").and_then(Value::as_array);
+            for cap in added.into_iter().flatten().filter_map(Value::as_str) {
+                if !allowed.iter().any(|a| a == cap) {
+                    let allowed = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
+                    say(format!("{}: capability {cap} may not be added (allowed: {allowed})", c.path));
+                }
+            }
+        }
+        if rule.require_run_as_non_root {
+            let effective = flag(c.value, "/securityContext/runAsNonRoot").or(pod_non_root);
+            if effective != Some(true) {
+                say(format!("{}: runAsNonRoot must be true (on the container or in the pod securityContext)", c.path));
+            }
+        }
+    }
+}

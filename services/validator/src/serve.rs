@@ -1,0 +1,59 @@
+//! `serve`: the validator on the shared webhook server.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use portcullis_server::run::{reload_config, serve_webhook};
+use portcullis_server::{Metrics, shutdown_signal, watch};
+
+use crate::cli::{PolicyArgs, Serve};
+use crate::evaluate::{NamespaceLabels, Settings};
+use crate::namespaces::WatchedNamespaces;
+use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
+use crate::webhook::{NoNamespaces, Validator};
+
+/// Runs the webhook until SIGTERM/SIGINT.
+pub async fn run(args: Serve) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal();
+    let paths = args.policy.paths.clone();
+    let initial = watch::read_all(&paths).context("reading the policies")?;
+    let policies = parse(&initial).context("the policies are invalid")?;
+    log_policies("policies loaded", &policies);
+    let (namespaces, ready): (Arc<dyn NamespaceLabels>, portcullis_server::admin::ReadyCheck) = if args.watch_namespaces
+    {
+        let client = kube::Client::try_default()
+            .await
+            .context("connecting to the Kubernetes API to watch Namespaces (or pass --watch-namespaces=false)")?;
+        let watched = WatchedNamespaces::start(client, shutdown.clone());
+        let ready = watched.clone();
+        (Arc::new(watched), Arc::new(move || ready.is_ready()))
+    } else {
+        (Arc::new(NoNamespaces), Arc::new(|| true))
+    };
+    let validator = Arc::new(Validator::new(policies, settings(&args.policy), namespaces));
+    let metrics = Arc::new(Metrics::new(|registry| validator.register(registry)));
+    let target = validator.clone();
+    reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
+        log_policies("policies reloaded", &p);
+        target.set_policies(p);
+    });
+    serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;
+    Ok(())
+}
+
+/// The evaluation settings from the command line.
+pub fn settings(args: &PolicyArgs) -> Settings {
+    let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| (*s).to_owned()).collect();
+    system_namespaces.push(args.portcullis_namespace.clone());
+    Settings { system_namespaces, cel_deadline: args.cel_timeout }
+}
+
+/// Parses every file's documents into one policy set.
+pub fn parse(contents: &watch::Contents) -> Result<PolicySet, PolicyError> {
+    PolicySet::from_sources(contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice())))
+}
+
+fn log_policies(message: &str, set: &PolicySet) {
+    let names: Vec<&str> = set.policies.iter().map(|p| p.name.as_str()).collect();
+    tracing::info!(policies = ?names, "{message}");
+}
