@@ -175,22 +175,30 @@ fn describe(req: &Request, object: &Value) -> String {
     }
 }
 
+/// The `request` variable. As in Kubernetes, where it is a typed message,
+/// unset fields read as their zero value (`""`, `[]`, `{}`), not as errors.
 fn request_json(req: &Request) -> Value {
     let r = &req.inner;
+    let user = &r.user_info;
     json!({
         "uid": r.uid,
         "kind": r.kind,
         "resource": r.resource,
-        "subResource": r.sub_resource,
-        "requestKind": r.request_kind,
-        "requestResource": r.request_resource,
-        "requestSubResource": r.request_sub_resource,
+        "subResource": r.sub_resource.clone().unwrap_or_default(),
+        "requestKind": r.request_kind.as_ref().unwrap_or(&r.kind),
+        "requestResource": r.request_resource.as_ref().unwrap_or(&r.resource),
+        "requestSubResource": r.request_sub_resource.clone().or_else(|| r.sub_resource.clone()).unwrap_or_default(),
         "name": r.name,
-        "namespace": r.namespace,
+        "namespace": r.namespace.clone().unwrap_or_default(),
         "operation": operation(&r.operation),
-        "userInfo": r.user_info,
+        "userInfo": {
+            "username": user.username.clone().unwrap_or_default(),
+            "uid": user.uid.clone().unwrap_or_default(),
+            "groups": user.groups.clone().unwrap_or_default(),
+            "extra": user.extra.clone().unwrap_or_default(),
+        },
         "dryRun": r.dry_run,
-        "options": r.options,
+        "options": r.options.as_ref().map(|o| o.0.clone()).unwrap_or(json!({})),
     })
 }
 

@@ -79,7 +79,7 @@ pub struct Services {
     #[serde(default)]
     pub forbidden_types: Vec<String>,
     /// Refuse `spec.externalIPs`.
-    #[serde(default)]
+    #[serde(default, rename = "forbidExternalIPs")]
     pub forbid_external_ips: bool,
 }
 

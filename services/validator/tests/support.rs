@@ -1,0 +1,60 @@
+//! Evaluate objects against policies the way the webhook does.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use portcullis_admission::{decode, manifest};
+use portcullis_validator::evaluate::{Finding, NamespaceLabels, Settings};
+use portcullis_validator::policy::{PolicySet, SYSTEM_NAMESPACES};
+use portcullis_validator::webhook::{NoNamespaces, Validator};
+use serde_json::Value;
+
+pub fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+pub fn settings() -> Settings {
+    let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| s.to_string()).collect();
+    system_namespaces.push("portcullis-system".into());
+    Settings { system_namespaces, cel_deadline: Duration::from_secs(2) }
+}
+
+pub fn policies(yaml: &str) -> PolicySet {
+    PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())]).unwrap()
+}
+
+pub fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
+    Validator::new(policies(yaml), settings(), namespaces)
+}
+
+pub fn validator(yaml: &str) -> Validator {
+    validator_with(yaml, Arc::new(NoNamespaces))
+}
+
+/// The review the API server would send for creating `object`.
+pub fn create(object: Value) -> Value {
+    manifest::as_review(object).unwrap()
+}
+
+/// An UPDATE review from `old` to `new`.
+pub fn update(old: Value, new: Value) -> Value {
+    let mut review = create(new);
+    review["request"]["operation"] = "UPDATE".into();
+    review["request"]["oldObject"] = old;
+    review
+}
+
+/// Runs `review` and returns (allowed, denial message, warnings, findings).
+pub fn run(validator: &Validator, review: &Value) -> (bool, String, Vec<String>, Vec<Finding>) {
+    let req = decode(&serde_json::to_vec(review).unwrap()).unwrap();
+    let (decision, findings) = validator.review(&req);
+    let (response, _) = decision.respond(&req);
+    (response.allowed, response.result.message.clone(), response.warnings.unwrap_or_default(), findings)
+}
+
+pub fn messages(findings: &[Finding]) -> Vec<String> {
+    findings.iter().map(|f| format!("[{}] {}", f.policy, f.message)).collect()
+}
