@@ -5,12 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, WebhookClientConfig,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 
 use crate::{Process, binaries, free_addr};
@@ -47,10 +42,21 @@ impl Default for Pki {
     }
 }
 
-/// An injector process serving on a fixed loopback port (so it can be
+/// Which Portcullis webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// portcullis-injector, `POST /mutate`.
+    Injector,
+    /// portcullis-validator, `POST /validate`.
+    Validator,
+}
+
+/// A webhook process serving on a fixed loopback port (so it can be
 /// stopped and started again at the same address) with file certificates.
 #[derive(Debug)]
-pub struct Injector {
+pub struct Webhook {
+    /// Which one.
+    pub kind: Kind,
     /// The webhook's address.
     pub addr: SocketAddr,
     /// The admin port's address.
@@ -62,17 +68,18 @@ pub struct Injector {
     process: Option<Process>,
 }
 
-impl Injector {
-    /// Starts an injector with `config` and waits until it is ready.
-    pub async fn start(config: &Path) -> Self {
+impl Webhook {
+    /// Starts `kind` with its configuration (`--config` for the injector,
+    /// `--policy` for the validator) and waits until it is ready.
+    pub async fn start(kind: Kind, config: &Path) -> Self {
         let pki = Pki::new();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.cert).unwrap();
         std::fs::write(dir.path().join("tls.key"), &pki.key).unwrap();
-        let mut injector =
-            Self { addr: free_addr(), admin: free_addr(), pki, dir, config: config.to_path_buf(), process: None };
-        injector.resume().await;
-        injector
+        let mut webhook =
+            Self { kind, addr: free_addr(), admin: free_addr(), pki, dir, config: config.to_path_buf(), process: None };
+        webhook.resume().await;
+        webhook
     }
 
     /// Stops the process (the port stops answering).
@@ -82,17 +89,25 @@ impl Injector {
 
     /// Starts the process again on the same address and waits for readiness.
     pub async fn resume(&mut self) {
-        let child = Command::new(binaries().join("portcullis-injector"))
+        let (binary, config_flag, service) = match self.kind {
+            Kind::Injector => ("portcullis-injector", "--config", "portcullis-injector"),
+            Kind::Validator => ("portcullis-validator", "--policy", "portcullis-validator"),
+        };
+        let cluster = crate::cluster();
+        let child = Command::new(binaries().join(binary))
             .arg("serve")
-            .arg("--config")
+            .arg(config_flag)
             .arg(&self.config)
             .arg("--tls-cert-file")
             .arg(self.dir.path().join("tls.crt"))
             .arg("--tls-key-file")
             .arg(self.dir.path().join("tls.key"))
             .args(["--listen", &self.addr.to_string(), "--admin-listen", &self.admin.to_string()])
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", crate::cluster().var("PORTCULLIS_JAEGER_OTLP"))
-            .env("OTEL_SERVICE_NAME", "portcullis-injector")
+            .args(["--config-reload-interval", "500ms"].iter().filter(|_| self.kind == Kind::Injector))
+            .args(["--policy-reload-interval", "500ms"].iter().filter(|_| self.kind == Kind::Validator))
+            .env("KUBECONFIG", cluster.var("KUBECONFIG"))
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+            .env("OTEL_SERVICE_NAME", service)
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -109,25 +124,42 @@ impl Injector {
             if ready {
                 return;
             }
-            assert!(Instant::now() < deadline, "injector not ready");
+            assert!(Instant::now() < deadline, "{binary} not ready");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     /// The webhook URL.
     pub fn url(&self) -> String {
-        format!("https://{}/mutate", self.addr)
+        match self.kind {
+            Kind::Injector => format!("https://{}/mutate", self.addr),
+            Kind::Validator => format!("https://{}/validate", self.addr),
+        }
+    }
+
+    /// A registration of this webhook for the namespaces of test `case`.
+    pub fn registration(&self, case: &str, failure_policy: &'static str) -> Registration {
+        Registration {
+            kind: self.kind,
+            name: format!("{case}-{}", if self.kind == Kind::Injector { "inject" } else { "validate" }),
+            case: case.to_owned(),
+            url: self.url(),
+            ca_bundle: self.pki.ca.clone(),
+            failure_policy,
+        }
     }
 }
 
-/// How to register a mutating webhook for one test's namespaces.
+/// How to register a webhook for one test's namespaces.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    /// Name of the MutatingWebhookConfiguration (and the webhook's prefix).
+    /// Mutating (injector) or validating (validator).
+    pub kind: Kind,
+    /// Name of the webhook configuration (and the webhook's prefix).
     pub name: String,
     /// Only namespaces with this `e2e.portcullis.dev/case` label (plus
-    /// `portcullis.dev/inject=enabled`) are sent to the webhook, so tests
-    /// running at once never see each other's webhook.
+    /// `portcullis.dev/inject=enabled` for the injector) are sent to the
+    /// webhook, so tests running at once never see each other's webhook.
     pub case: String,
     /// Webhook URL.
     pub url: String,
@@ -140,58 +172,70 @@ pub struct Registration {
 impl Registration {
     /// Creates or replaces the configuration.
     pub async fn apply(&self, client: &kube::Client) {
-        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        let config = MutatingWebhookConfiguration {
-            metadata: ObjectMeta { name: Some(self.name.clone()), ..Default::default() },
-            webhooks: Some(vec![MutatingWebhook {
-                name: format!("{}.inject.portcullis.dev", self.name),
-                admission_review_versions: vec!["v1".into()],
-                side_effects: "None".into(),
-                failure_policy: Some(self.failure_policy.into()),
-                reinvocation_policy: Some("IfNeeded".into()),
-                timeout_seconds: Some(5),
-                client_config: WebhookClientConfig {
-                    url: Some(self.url.clone()),
-                    ca_bundle: Some(ByteString(self.ca_bundle.clone().into_bytes())),
-                    service: None,
-                },
-                namespace_selector: Some(LabelSelector {
-                    match_labels: Some(
-                        [
-                            ("portcullis.dev/inject".to_owned(), "enabled".to_owned()),
-                            ("e2e.portcullis.dev/case".to_owned(), self.case.clone()),
-                        ]
-                        .into(),
+        use base64::Engine as _;
+        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&self.ca_bundle);
+        let rule = |groups: &[&str], resources: &[&str], operations: &[&str]| serde_json::json!({"apiGroups": groups, "apiVersions": ["v1"], "operations": operations, "resources": resources, "scope": "Namespaced"});
+        let mut labels = serde_json::json!({"e2e.portcullis.dev/case": self.case});
+        let (kind, suffix, rules) = match self.kind {
+            Kind::Injector => {
+                labels["portcullis.dev/inject"] = "enabled".into();
+                (
+                    "MutatingWebhookConfiguration",
+                    "inject.portcullis.dev",
+                    vec![
+                        rule(&[""], &["pods"], &["CREATE", "UPDATE"]),
+                        rule(&[""], &["pods/ephemeralcontainers"], &["UPDATE"]),
+                    ],
+                )
+            }
+            Kind::Validator => (
+                "ValidatingWebhookConfiguration",
+                "validate.portcullis.dev",
+                vec![
+                    rule(&[""], &["pods", "services", "configmaps"], &["CREATE", "UPDATE"]),
+                    rule(
+                        &["apps"],
+                        &["deployments", "deployments/scale", "statefulsets", "statefulsets/scale"],
+                        &["CREATE", "UPDATE"],
                     ),
-                    ..Default::default()
-                }),
-                rules: Some(vec![
-                    RuleWithOperations {
-                        api_groups: Some(vec!["".into()]),
-                        api_versions: Some(vec!["v1".into()]),
-                        operations: Some(vec!["CREATE".into(), "UPDATE".into()]),
-                        resources: Some(vec!["pods".into()]),
-                        scope: Some("Namespaced".into()),
-                    },
-                    RuleWithOperations {
-                        api_groups: Some(vec!["".into()]),
-                        api_versions: Some(vec!["v1".into()]),
-                        operations: Some(vec!["UPDATE".into()]),
-                        resources: Some(vec!["pods/ephemeralcontainers".into()]),
-                        scope: Some("Namespaced".into()),
-                    },
-                ]),
-                ..Default::default()
-            }]),
+                ],
+            ),
         };
+        let mut webhook = serde_json::json!({
+            "name": format!("{}.{suffix}", self.name),
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": self.failure_policy,
+            "timeoutSeconds": 5,
+            "clientConfig": {"url": self.url, "caBundle": ca_bundle},
+            "namespaceSelector": {"matchLabels": labels},
+            "rules": rules,
+        });
+        if self.kind == Kind::Injector {
+            webhook["reinvocationPolicy"] = "IfNeeded".into();
+        }
+        let config = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": self.name}, "webhooks": [webhook],
+        });
+        let api = self.api(client);
         let _ = api.delete(&self.name, &DeleteParams::default()).await;
-        api.create(&PostParams::default(), &config).await.unwrap();
+        let object: DynamicObject = serde_json::from_value(config).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
     }
 
     /// Deletes the configuration.
     pub async fn delete(&self, client: &kube::Client) {
-        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        let _ = api.delete(&self.name, &DeleteParams::default()).await;
+        let _ = self.api(client).delete(&self.name, &DeleteParams::default()).await;
+    }
+
+    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
+        let kind = match self.kind {
+            Kind::Injector => "MutatingWebhookConfiguration",
+            Kind::Validator => "ValidatingWebhookConfiguration",
+        };
+        let gvk = kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+        Api::all_with(client.clone(), &kube::api::ApiResource::from_gvk(&gvk))
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use portcullis_e2e::webhook::{Injector, Pki, Registration, namespace};
+use portcullis_e2e::webhook::{Kind, Pki, Registration, Webhook, namespace};
 use portcullis_e2e::{cluster, err, eventually, ok, repo, unique};
 use serde_json::Value;
 
@@ -61,7 +61,7 @@ async fn register(
 #[tokio::test]
 async fn pods_in_opted_in_namespaces_come_back_injected() {
     let client = cluster().client().await;
-    let injector = Injector::start(&repo().join("examples/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("examples/injector.yaml")).await;
     let ns = opted_in(&client, &unique("inject")).await;
     let registration = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
@@ -129,7 +129,7 @@ async fn pods_in_opted_in_namespaces_come_back_injected() {
 #[tokio::test]
 async fn the_api_server_checks_the_webhook_certificate_against_ca_bundle() {
     let client = cluster().client().await;
-    let injector = Injector::start(&repo().join("examples/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("examples/injector.yaml")).await;
     let ns = opted_in(&client, &unique("cabundle")).await;
     let wrong_ca = Pki::new().ca;
 
@@ -152,7 +152,7 @@ async fn the_api_server_checks_the_webhook_certificate_against_ca_bundle() {
 #[tokio::test]
 async fn a_webhook_that_is_down_fails_closed_or_open_and_is_used_again_when_back() {
     let client = cluster().client().await;
-    let mut injector = Injector::start(&repo().join("examples/injector.yaml")).await;
+    let mut injector = Webhook::start(Kind::Injector, &repo().join("examples/injector.yaml")).await;
     let ns = opted_in(&client, &unique("down")).await;
     let registration = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use portcullis_e2e::webhook::{Injector, Registration, namespace};
+use portcullis_e2e::webhook::{Kind, Webhook, namespace};
 use portcullis_e2e::{cluster, eventually, ok, repo, unique};
 use serde_json::Value;
 
@@ -32,16 +32,10 @@ fn tags(span: &Value) -> HashMap<String, Value> {
 #[tokio::test]
 async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let client = cluster().client().await;
-    let injector = Injector::start(&repo().join("examples/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("examples/injector.yaml")).await;
     let ns = unique("traced");
     namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
-    let registration = Registration {
-        name: ns.clone(),
-        case: ns.clone(),
-        url: injector.url(),
-        ca_bundle: injector.pki.ca.clone(),
-        failure_policy: "Fail",
-    };
+    let registration = injector.registration(&ns, "Fail");
     registration.apply(&client).await;
     eventually("the webhook is in use", Duration::from_secs(30), || {
         let out = cluster().kubectl(&["run", "probe", "--image=nginx", "-n", &ns, "--dry-run=server", "-o", "json"]);

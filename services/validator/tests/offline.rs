@@ -1,0 +1,94 @@
+//! `portcullis-validator check`, as a CI job runs it on manifests.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+fn check(stdin: &str) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
+        .args(["check", "--policy"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies.yaml"))
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+const MANIFESTS: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {env: prod, app.kubernetes.io/version: "1"}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {team: shop, app.kubernetes.io/version: "2"}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      securityContext: {runAsNonRoot: true}
+      containers:
+        - name: web
+          image: registry.example.com/shop/web:2
+          resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {memory: 32Mi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop, labels: {app.kubernetes.io/version: "2"}}
+spec: {ports: [{port: 80}]}
+"#;
+
+#[test]
+fn reports_every_finding_per_object_and_fails_on_denials() {
+    let (code, stdout, stderr) = check(MANIFESTS);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("Namespace shop: allowed"), "{stdout}");
+    assert!(stdout.contains("Deployment shop/web: DENIED"), "{stdout}");
+    assert!(
+        stdout.contains("deny: [replicas] Deployment shop/web: spec.replicas is 1, below the minimum of 2"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("warning: [owner-annotation] Deployment shop/web: annotation \"example.com/owner\" is required"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("audit: [pinned-images]"), "{stdout}");
+    assert!(stdout.contains("Service shop/web: allowed"), "{stdout}");
+}
+
+#[test]
+fn passes_when_nothing_is_denied() {
+    let fixed = MANIFESTS.replace("replicas: 1", "replicas: 2");
+    let (code, stdout, _) = check(&fixed);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("Deployment shop/web: allowed"), "{stdout}");
+}
+
+#[test]
+fn namespace_selectors_see_namespaces_from_the_manifests() {
+    let unversioned = MANIFESTS
+        .replace("replicas: 1", "replicas: 2")
+        .replace(", app.kubernetes.io/version: \"2\"}}\nspec:\n  replicas", "}}\nspec:\n  replicas");
+    let (code, stdout, _) = check(&unversioned);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("[prod-namespaces] Deployment shop/web: label \"app.kubernetes.io/version\" is required"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn unreadable_input_is_an_error() {
+    let (code, _, stderr) = check("kind: [");
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("not YAML or JSON"), "{stderr}");
+}

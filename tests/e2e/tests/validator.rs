@@ -1,0 +1,92 @@
+//! The validator behind a real kube-apiserver: what a user sees with kubectl.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use portcullis_e2e::webhook::{Kind, Webhook, namespace};
+use portcullis_e2e::{cluster, err, eventually, ok, repo, unique};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn deployment(name: &str, replicas: u32, labels: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n\
+         spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n\
+         \x20   metadata: {{labels: {{app: {name}}}}}\n    spec: {{containers: [{{name: web, image: 'nginx:1.27'}}]}}\n"
+    )
+}
+
+#[tokio::test]
+async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
+    let client = cluster().client().await;
+    let policies = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("examples/validator.yaml"), policies.path().join("policies.yaml")).unwrap();
+    let validator = Webhook::start(Kind::Validator, policies.path()).await;
+    let ns = unique("validate");
+    namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
+    let registration = validator.registration(&ns, "Fail");
+    registration.apply(&client).await;
+
+    // A denied Deployment: kubectl shows the policy's message.
+    let message = eventually("the webhook is in use", WAIT, || {
+        let out = cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &deployment("web", 1, "team: shop"));
+        (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+    .await;
+    assert!(message.contains("denied the request"), "{message}");
+    assert!(
+        message.contains(&format!("[replicas] Deployment {ns}/web: spec.replicas is 1, below the minimum of 2")),
+        "{message}"
+    );
+
+    // Every violation at once.
+    let out = cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &deployment("web", 1, ""));
+    let message = err(out);
+    assert!(message.contains("[replicas]") && message.contains("[team-label]"), "{message}");
+    assert!(message.contains(r#"label "team" is required"#), "{message}");
+
+    // A Warn policy: kubectl prints "Warning:" and the object is created.
+    let out = cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &deployment("web", 2, "team: shop"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "Warning: [owner-annotation] Deployment {ns}/web: annotation \"example.com/owner\" is required"
+        )),
+        "{stderr}"
+    );
+    ok(cluster().kubectl(&["get", "deployment", "web", "-n", &ns]));
+
+    // kubectl scale below the minimum goes through deployments/scale.
+    let message = err(cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=1"]));
+    assert!(
+        message.contains(&format!("[replicas] Scale {ns}/web: spec.replicas is 1, below the minimum of 2")),
+        "{message}"
+    );
+    ok(cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=3"]));
+
+    // An UPDATE rule sees the old object.
+    let message = err(cluster().kubectl(&["label", "deployment", "web", "-n", &ns, "team=other", "--overwrite"]));
+    assert!(message.contains("the team label may not change (it is shop)"), "{message}");
+
+    // A policy change on disk takes effect without a restart.
+    std::fs::write(
+        policies.path().join("tight.yaml"),
+        "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: tight}\nspec:\n  match:\n    resources: [{apiGroups: [apps], resources: [deployments/scale]}]\n  rules:\n    replicas: {max: 3}\n",
+    )
+    .unwrap();
+    let message = eventually("the new policy is in force", WAIT, || {
+        let out = cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=4"]);
+        (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+    .await;
+    assert!(message.contains("[tight]") && message.contains("above the maximum of 3"), "{message}");
+
+    // A broken policy file is refused; the last good set stays in force.
+    std::fs::write(policies.path().join("tight.yaml"), "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: tight}\nspec: {rules: {replicas: {max: [}}}\n").unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let message = err(cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=4"]));
+    assert!(message.contains("[tight]"), "{message}");
+    registration.delete(&client).await;
+}
