@@ -42,18 +42,12 @@ async fn opted_in(client: &kube::Client, case: &str) -> String {
 
 async fn register(
     client: &kube::Client,
-    injector: &Injector,
+    injector: &Webhook,
     case: &str,
     ca: &str,
     policy: &'static str,
 ) -> Registration {
-    let registration = Registration {
-        name: case.to_owned(),
-        case: case.to_owned(),
-        url: injector.url(),
-        ca_bundle: ca.to_owned(),
-        failure_policy: policy,
-    };
+    let registration = Registration { ca_bundle: ca.to_owned(), ..injector.registration(case, policy) };
     registration.apply(client).await;
     registration
 }
