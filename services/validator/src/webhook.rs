@@ -72,10 +72,10 @@ impl Validator {
             // show up in the trace as well as in the logs.
             match f.action {
                 Action::Audit => {
-                    tracing::info!(policy = %f.policy, action = "audit", message = %f.message, "policy finding")
+                    tracing::info!(policy = %f.policy, action = "audit", detail = %f.message, "policy finding")
                 }
                 _ => {
-                    tracing::info!(policy = %f.policy, action = f.action.as_str(), message = %f.message, "policy violation")
+                    tracing::info!(policy = %f.policy, action = f.action.as_str(), detail = %f.message, "policy violation")
                 }
             }
         }

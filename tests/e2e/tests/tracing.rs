@@ -29,6 +29,67 @@ fn tags(span: &Value) -> HashMap<String, Value> {
         .collect()
 }
 
+/// The trace of the first span named `admission` from `service` whose
+/// `name` tag is `object`, once it holds the API server's spans too.
+async fn admission_trace(service: &str, object: &str) -> (Value, HashMap<String, String>) {
+    let trace = eventually("the trace reaches Jaeger", Duration::from_secs(30), || {
+        traces(service, "name", object)
+            .into_iter()
+            .find(|t| t["processes"].as_object().unwrap().values().any(|p| p["serviceName"] == "apiserver"))
+    })
+    .await;
+    let processes = trace["processes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, p)| (id.clone(), p["serviceName"].as_str().unwrap().to_owned()))
+        .collect();
+    (trace, processes)
+}
+
+#[tokio::test]
+async fn a_validator_denial_is_traced_under_the_api_servers_webhook_call() {
+    let client = cluster().client().await;
+    let validator = Webhook::start(Kind::Validator, &repo().join("examples/validator.yaml")).await;
+    let ns = unique("traced-deny");
+    namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
+    let registration = validator.registration(&ns, "Fail");
+    registration.apply(&client).await;
+    let name = unique("web");
+    eventually("the validator denies", Duration::from_secs(30), || {
+        let out = cluster().kubectl(&["create", "deployment", &name, "--image=nginx:1.27", "--replicas=1", "-n", &ns]);
+        String::from_utf8_lossy(&out.stderr).contains("denied the request").then_some(())
+    })
+    .await;
+    let (trace, processes) = admission_trace("portcullis-validator", &name).await;
+    let spans = trace["spans"].as_array().unwrap();
+    let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (s["spanID"].as_str().unwrap(), s)).collect();
+    let admission = spans
+        .iter()
+        .find(|s| {
+            s["operationName"] == "admission" && processes[s["processID"].as_str().unwrap()] == "portcullis-validator"
+        })
+        .unwrap();
+    let parent = by_id[admission["references"][0]["spanID"].as_str().unwrap()];
+    let grandparent = by_id[parent["references"][0]["spanID"].as_str().unwrap()];
+    assert_eq!(grandparent["operationName"], "Call validating webhook");
+    let tags = tags(admission);
+    assert_eq!(tags["allowed"], false);
+    assert_eq!(tags["kind"], "Deployment");
+    assert_eq!(tags["namespace"], ns.as_str());
+    // Each violation is an event on the admission span.
+    let events: Vec<String> = admission["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|log| log["fields"].as_array().unwrap().iter())
+        .filter(|f| f["key"] == "detail")
+        .filter_map(|f| f["value"].as_str().map(str::to_owned))
+        .collect();
+    assert!(events.iter().any(|e| e.contains("below the minimum of 2")), "{events:?}");
+    registration.delete(&client).await;
+}
+
 #[tokio::test]
 async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let client = cluster().client().await;
@@ -47,20 +108,7 @@ async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let stored = ok(cluster().kubectl(&["get", "pod", &pod, "-n", &ns, "-o", "jsonpath={.metadata.annotations}"]));
     assert!(stored.contains("portcullis.dev/status"), "{stored}");
 
-    let trace = eventually("the trace reaches Jaeger", Duration::from_secs(30), || {
-        traces("portcullis-injector", "name", &pod).into_iter().find(|t| {
-            let services: Vec<&str> =
-                t["processes"].as_object().unwrap().values().filter_map(|p| p["serviceName"].as_str()).collect();
-            services.contains(&"apiserver")
-        })
-    })
-    .await;
-    let processes: HashMap<&str, &str> = trace["processes"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(id, p)| (id.as_str(), p["serviceName"].as_str().unwrap()))
-        .collect();
+    let (trace, processes) = admission_trace("portcullis-injector", &pod).await;
     let spans = trace["spans"].as_array().unwrap();
     let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (s["spanID"].as_str().unwrap(), s)).collect();
     let admission = spans
