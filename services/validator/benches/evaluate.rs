@@ -15,7 +15,8 @@ use serde_json::json;
 
 fn bench(c: &mut Criterion) {
     let all = include_str!("../tests/data/policies.yaml");
-    let built_in: String = all.split("\n---\n").filter(|d| !d.contains("validations:")).collect::<Vec<_>>().join("\n---\n");
+    let built_in: String =
+        all.split("\n---\n").filter(|d| !d.contains("validations:")).collect::<Vec<_>>().join("\n---\n");
     let cel_only: String = all.split("\n---\n").filter(|d| d.contains("validations:")).collect();
     let deployment = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
