@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_server::ServeArgs;
+use portcullis_server::args::ProbeArgs;
 use portcullis_server::args::parse_duration;
 use portcullis_telemetry::LogArgs;
 
@@ -24,6 +25,9 @@ pub struct Cli {
 /// What to run.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Exit 0 if the running service's /readyz says ready (a container
+    /// healthcheck that needs no shell or curl in the image).
+    Ready(ProbeArgs),
     /// Serve the webhook (HTTPS) and the admin endpoints (HTTP).
     Serve(Serve),
     /// Print what the webhook would answer for a manifest or AdmissionReview.

@@ -7,6 +7,10 @@ use portcullis_injector::cli::{Cli, Command};
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Ready(args) => {
+            let ready = portcullis_server::admin::probe(args.admin_listen).await;
+            if ready { Ok(()) } else { anyhow::bail!("not ready") }
+        }
         Command::Mutate(args) => portcullis_injector::offline::run(&args),
         Command::Serve(args) => {
             let telemetry = portcullis_telemetry::init("portcullis-injector", &cli.log)?;

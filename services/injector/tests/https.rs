@@ -200,6 +200,13 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
     assert!(read.is_ok(), "the server must close a connection whose headers never finish");
     assert!(started.elapsed() >= Duration::from_millis(1500), "cut off only after the request timeout");
 
+    // The container healthcheck agrees.
+    let ready = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
+        .args(["ready", "--admin-listen", &server.admin.to_string()])
+        .status()
+        .unwrap();
+    assert!(ready.success());
+
     // Still serving, then SIGTERM: exits cleanly.
     assert_eq!(mutate(&client(&ca), &server, fixture()).await.unwrap().status(), 200);
     let pid = server.child.id().to_string();
@@ -208,6 +215,12 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
     loop {
         if let Some(status) = server.child.try_wait().unwrap() {
             assert!(status.success(), "exit status after SIGTERM: {status}");
+            let stopped = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
+                .args(["ready", "--admin-listen", &server.admin.to_string()])
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(!stopped.success(), "a stopped service is not ready");
             break;
         }
         assert!(Instant::now() < deadline, "did not stop after SIGTERM");

@@ -7,6 +7,10 @@ use portcullis_validator::cli::{Cli, Command};
 async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Ready(args) => {
+            let ready = portcullis_server::admin::probe(args.admin_listen).await;
+            Ok(if ready { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
+        }
         Command::Check(args) => {
             let allowed = portcullis_validator::offline::run(&args)?;
             Ok(if allowed { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })

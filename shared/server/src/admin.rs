@@ -58,3 +58,17 @@ async fn metrics_text(State(state): State<AdminState>) -> impl IntoResponse {
 pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) -> std::io::Result<()> {
     axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
 }
+
+/// Asks the admin listener at `addr` whether the service is ready: the
+/// container healthcheck, for images without a shell or an HTTP client.
+pub async fn probe(addr: std::net::SocketAddr) -> bool {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let attempt = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.write_all(b"GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n").await?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).await?;
+        Ok::<_, std::io::Error>(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
+    };
+    matches!(tokio::time::timeout(std::time::Duration::from_secs(3), attempt).await, Ok(Ok(true)))
+}

@@ -33,6 +33,14 @@ pub struct AdminArgs {
     pub admin_listen: SocketAddr,
 }
 
+/// `ready`: the container healthcheck.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProbeArgs {
+    /// The admin listener to ask.
+    #[arg(long, env = "PORTCULLIS_ADMIN_LISTEN", default_value = "127.0.0.1:9090")]
+    pub admin_listen: SocketAddr,
+}
+
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TlsArgs {

@@ -58,6 +58,28 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     ok(cluster()
         .kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &deployment.replace("NS", "portcullis-system")));
 
+    // The interim certificate script fills the Secrets and the caBundles.
+    let kubectl = std::path::Path::new(cluster().var("PORTCULLIS_CP_BIN")).join("kubectl");
+    let script = std::process::Command::new(repo().join("scripts/webhook-certs.sh"))
+        .env("KUBECTL", kubectl)
+        .env("KUBECONFIG", cluster().var("KUBECONFIG"))
+        .output()
+        .unwrap();
+    ok(script);
+    for secret in ["portcullis-injector-tls", "portcullis-validator-tls"] {
+        let kind =
+            ok(cluster().kubectl(&["get", "secret", secret, "-n", "portcullis-system", "-o", "jsonpath={.type}"]));
+        assert_eq!(kind, "kubernetes.io/tls");
+    }
+    let bundle = ok(cluster().kubectl(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "portcullis-validator",
+        "-o",
+        "jsonpath={.webhooks[0].clientConfig.caBundle}",
+    ]));
+    assert!(bundle.len() > 100, "caBundle set: {bundle}");
+
     // Least privilege, as the API server's authorizer sees it.
     assert!(can_i("portcullis-validator", "list", "namespaces"));
     assert!(can_i("portcullis-validator", "watch", "namespaces"));
@@ -73,4 +95,23 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     for (verb, resource) in [("get", "pods"), ("list", "namespaces"), ("get", "secrets"), ("get", "configmaps")] {
         assert!(!can_i("portcullis-injector", verb, resource), "injector must not {verb} {resource}");
     }
+}
+
+#[test]
+fn the_compose_file_is_valid_for_compose() {
+    // compose-go is the loader Docker Compose itself uses; there is no Docker
+    // engine here to run the file.
+    let out = std::process::Command::new("go")
+        .current_dir(repo().join("scripts/compose-check"))
+        .env("GOTOOLCHAIN", "local")
+        .args(["run", ".", repo().join("docker-compose.yml").to_str().unwrap()])
+        .output()
+        .expect("go is needed for the compose check");
+    let stdout = ok(out);
+    assert!(stdout.contains("service injector: image portcullis-injector:dev, 2 ports, healthcheck true"), "{stdout}");
+    assert!(
+        stdout.contains("service validator: image portcullis-validator:dev, 2 ports, healthcheck true"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("service jaeger:"), "{stdout}");
 }
