@@ -92,11 +92,13 @@ async fn handle<W: Webhook>(
     let span = tracing::info_span!(
         "admission",
         otel.kind = "server",
+        trace_id = Empty,
+        span_id = Empty,
         uid = Empty,
         operation = Empty,
         kind = Empty,
         namespace = Empty,
-        name = Empty,
+        object_name = Empty,
         dry_run = Empty,
         allowed = Empty,
         applied = Empty,
@@ -129,7 +131,7 @@ async fn handle<W: Webhook>(
     span.record("operation", operation);
     span.record("kind", inner.kind.kind.as_str());
     span.record("namespace", inner.namespace.as_deref().unwrap_or_default());
-    span.record("name", inner.name.as_str());
+    span.record("object_name", inner.name.as_str());
     span.record("dry_run", inner.dry_run);
 
     let decision = state.webhook.decide(&req);

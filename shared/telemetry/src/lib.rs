@@ -100,9 +100,16 @@ pub fn init(service_name: &'static str, args: &LogArgs) -> Result<Telemetry, Tel
     let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service_name)));
     let (plain, json) = match args.log_format {
         LogFormat::Plain => (Some(tracing_subscriber::fmt::layer()), None),
-        LogFormat::Json => {
-            (None, Some(tracing_subscriber::fmt::layer().json().with_current_span(true).flatten_event(true)))
-        }
+        LogFormat::Json => (
+            None,
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .flatten_event(true),
+            ),
+        ),
     };
     tracing_subscriber::registry()
         .with(filter)
@@ -144,11 +151,26 @@ pub fn extract_context(headers: &http::HeaderMap) -> opentelemetry::Context {
     })
 }
 
-/// Makes `span` a child of the trace carried by `headers`, if any.
+/// Makes `span` a child of the trace carried by `headers`, if any, and
+/// records its `trace_id` (and, when spans are exported, `span_id`) as
+/// fields of `span`, so that every log line inside it carries them. The
+/// span must declare both fields (as `tracing::field::Empty`).
 pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
+    use opentelemetry::trace::TraceContextExt as _;
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    let context = extract_context(headers);
+    let remote = extract_context(headers);
+    let remote_trace = remote.span().span_context().trace_id();
     // A span's parent can only be set before it is entered; the error then
     // means the trace was not continued, which must not fail the request.
-    let _ = span.set_parent(context);
+    let _ = span.set_parent(remote);
+    let context = span.context();
+    let own = context.span().span_context().clone();
+    if own.is_valid() {
+        span.record("trace_id", own.trace_id().to_string().as_str());
+        span.record("span_id", own.span_id().to_string().as_str());
+    } else if remote_trace != opentelemetry::trace::TraceId::INVALID {
+        // Not exporting: still log the caller's trace id, to find the API
+        // server's side of the request.
+        span.record("trace_id", remote_trace.to_string().as_str());
+    }
 }

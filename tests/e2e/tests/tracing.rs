@@ -33,7 +33,7 @@ fn tags(span: &Value) -> HashMap<String, Value> {
 /// `name` tag is `object`, once it holds the API server's spans too.
 async fn admission_trace(service: &str, object: &str) -> (Value, HashMap<String, String>) {
     let trace = eventually("the trace reaches Jaeger", Duration::from_secs(30), || {
-        traces(service, "name", object)
+        traces(service, "object_name", object)
             .into_iter()
             .find(|t| t["processes"].as_object().unwrap().values().any(|p| p["serviceName"] == "apiserver"))
     })
@@ -131,7 +131,7 @@ async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     assert_eq!(tags["operation"], "CREATE");
     assert_eq!(tags["kind"], "Pod");
     assert_eq!(tags["namespace"], ns.as_str());
-    assert_eq!(tags["name"], pod.as_str());
+    assert_eq!(tags["object_name"], pod.as_str());
     assert_eq!(tags["dry_run"], false);
     assert_eq!(tags["allowed"], true);
     assert_eq!(tags["applied"], "proxy");
