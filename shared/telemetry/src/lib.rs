@@ -88,15 +88,40 @@ impl Telemetry {
 }
 
 /// Installs logging and, when configured, span export for `service_name`
-/// (overridden by `OTEL_SERVICE_NAME`).
+/// (overridden by `OTEL_SERVICE_NAME`) as the global subscriber.
 pub fn init(service_name: &'static str, args: &LogArgs) -> Result<Telemetry, TelemetryError> {
+    let (subscriber, telemetry) = subscriber(service_name, args)?;
+    subscriber.try_init().map_err(TelemetryError::AlreadyInstalled)?;
+    if let Some(provider) = &telemetry.provider {
+        opentelemetry::global::set_tracer_provider(provider.clone());
+    }
+    Ok(telemetry)
+}
+
+/// The subscriber [`init`] installs, without installing it (benchmarks and
+/// tests scope it with `tracing::subscriber::with_default`).
+pub fn subscriber(
+    service_name: &'static str,
+    args: &LogArgs,
+) -> Result<(impl tracing::Subscriber + Send + Sync + 'static, Telemetry), TelemetryError> {
+    subscriber_exporting_to(service_name, args, export_configured().then_some(None))
+}
+
+/// As [`subscriber`], with export decided by the caller: `None` exports
+/// nothing, `Some(None)` exports where the `OTEL_*` variables say,
+/// `Some(Some(endpoint))` exports to `endpoint`.
+pub fn subscriber_exporting_to(
+    service_name: &'static str,
+    args: &LogArgs,
+    export: Option<Option<&str>>,
+) -> Result<(impl tracing::Subscriber + Send + Sync + 'static, Telemetry), TelemetryError> {
     let filter = EnvFilter::try_new(&args.log_level)
         .map_err(|source| TelemetryError::Filter { filter: args.log_level.clone(), source })?;
     opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
         Box::new(TraceContextPropagator::new()),
         Box::new(BaggagePropagator::new()),
     ]));
-    let provider = if export_configured() { Some(provider(service_name)?) } else { None };
+    let provider = export.map(|endpoint| provider(service_name, endpoint)).transpose()?;
     let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service_name)));
     let (plain, json) = match args.log_format {
         LogFormat::Plain => (Some(tracing_subscriber::fmt::layer()), None),
@@ -111,17 +136,8 @@ pub fn init(service_name: &'static str, args: &LogArgs) -> Result<Telemetry, Tel
             ),
         ),
     };
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(otel)
-        .with(plain)
-        .with(json)
-        .try_init()
-        .map_err(TelemetryError::AlreadyInstalled)?;
-    if let Some(provider) = &provider {
-        opentelemetry::global::set_tracer_provider(provider.clone());
-    }
-    Ok(Telemetry { provider })
+    let subscriber = tracing_subscriber::registry().with(filter).with(otel).with(plain).with(json);
+    Ok((subscriber, Telemetry { provider }))
 }
 
 fn export_configured() -> bool {
@@ -131,11 +147,15 @@ fn export_configured() -> bool {
         && std::env::var("OTEL_SDK_DISABLED").map_or(true, |v| v != "true")
 }
 
-fn provider(service_name: &'static str) -> Result<SdkTracerProvider, TelemetryError> {
+fn provider(service_name: &'static str, endpoint: Option<&str>) -> Result<SdkTracerProvider, TelemetryError> {
+    use opentelemetry_otlp::WithExportConfig as _;
     // The builders read OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER(_ARG),
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES themselves.
-    let exporter =
-        opentelemetry_otlp::SpanExporter::builder().with_tonic().build().map_err(TelemetryError::Exporter)?;
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+    if let Some(endpoint) = endpoint {
+        exporter = exporter.with_endpoint(endpoint);
+    }
+    let exporter = exporter.build().map_err(TelemetryError::Exporter)?;
     let mut resource = Resource::builder();
     if std::env::var("OTEL_SERVICE_NAME").is_err() {
         resource = resource.with_service_name(service_name);
