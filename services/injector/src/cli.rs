@@ -29,7 +29,7 @@ pub enum Command {
     /// healthcheck that needs no shell or curl in the image).
     Ready(ProbeArgs),
     /// Serve the webhook (HTTPS) and the admin endpoints (HTTP).
-    Serve(Serve),
+    Serve(Box<Serve>),
     /// Print what the webhook would answer for a manifest or AdmissionReview.
     Mutate(Mutate),
 }

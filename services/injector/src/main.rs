@@ -14,7 +14,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Mutate(args) => portcullis_injector::offline::run(&args),
         Command::Serve(args) => {
             let telemetry = portcullis_telemetry::init("portcullis-injector", &cli.log)?;
-            let result = portcullis_injector::serve::run(args).await;
+            let result = portcullis_injector::serve::run(*args).await;
             telemetry.shutdown();
             result
         }

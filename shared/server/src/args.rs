@@ -60,6 +60,25 @@ pub struct TlsArgs {
     /// (localhost and 127.0.0.1 are always included).
     #[arg(long = "self-signed-san", env = "PORTCULLIS_SELF_SIGNED_SANS", value_delimiter = ',')]
     pub self_signed_sans: Vec<String>,
+    /// Get the certificate from the Portcullis cert-manager at this URL
+    /// (`https://host:port`) instead of files: a key made here, a CSR sent
+    /// over gRPC, renewal at about two thirds of the lifetime.
+    #[arg(long, env = "PORTCULLIS_CERT_MANAGER_URL", conflicts_with = "tls_cert_file")]
+    pub cert_manager_url: Option<String>,
+    /// CA certificate (PEM) that signed the cert-manager's own certificate.
+    #[arg(long, env = "PORTCULLIS_CERT_MANAGER_CA_FILE", requires = "cert_manager_url")]
+    pub cert_manager_ca_file: Option<PathBuf>,
+    /// File holding the bearer token for the cert-manager (a projected
+    /// ServiceAccount token in Kubernetes); re-read for every request.
+    #[arg(long, env = "PORTCULLIS_CERT_MANAGER_TOKEN_FILE", requires = "cert_manager_url")]
+    pub cert_manager_token_file: Option<PathBuf>,
+    /// DNS names and IP addresses to request (comma-separated).
+    #[arg(long, env = "PORTCULLIS_CERT_NAMES", value_delimiter = ',', requires = "cert_manager_url")]
+    pub cert_names: Vec<String>,
+    /// Requested certificate lifetime (0: the cert-manager's default).
+    #[arg(long, env = "PORTCULLIS_CERT_LIFETIME", default_value = "0s", value_parser = parse_duration)]
+    pub cert_lifetime: Duration,
+
     /// How often certificate and key files are checked for changes.
     #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
     pub tls_reload_interval: Duration,

@@ -104,6 +104,11 @@ pub fn resolver_from_args(
     shutdown: CancellationToken,
 ) -> Result<Arc<CertResolver>, TlsError> {
     let resolver = Arc::new(CertResolver::default());
+    if let Some(url) = &args.cert_manager_url {
+        tracing::info!(%url, names = ?args.cert_names, "getting the serving certificate from the cert-manager; not ready until it arrives");
+        crate::cert_manager::spawn(args.clone(), resolver.clone(), shutdown);
+        return Ok(resolver);
+    }
     match (&args.tls_cert_file, &args.tls_key_file) {
         (Some(cert), Some(key)) => {
             let paths = vec![cert.clone(), key.clone()];

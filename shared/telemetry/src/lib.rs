@@ -194,3 +194,13 @@ pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
         span.record("trace_id", remote_trace.to_string().as_str());
     }
 }
+
+/// Writes the current span's trace context (W3C `traceparent`, `baggage`)
+/// into `headers`, for an outgoing call (gRPC metadata included).
+pub fn inject_context(headers: &mut http::HeaderMap) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let context = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut opentelemetry_http::HeaderInjector(headers));
+    });
+}

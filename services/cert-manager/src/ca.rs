@@ -1,0 +1,120 @@
+//! The signing CA of standalone mode: a key and certificate in a directory,
+//! made on first start.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+
+use crate::checks::Approved;
+
+/// Why the CA could not be loaded or used.
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The key or certificate is unusable.
+    #[error("CA in {dir}: {source}")]
+    Crypto {
+        /// The directory.
+        dir: PathBuf,
+        /// What rcgen said.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// Signing failed.
+    #[error("signing failed: {0}")]
+    Sign(#[source] rcgen::Error),
+}
+
+/// A CA that signs approved requests.
+pub struct LocalCa {
+    cert_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl std::fmt::Debug for LocalCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalCa").finish_non_exhaustive()
+    }
+}
+
+impl LocalCa {
+    /// Loads `dir/ca.crt` and `dir/ca.key`, or makes them (key mode 0600)
+    /// when neither exists. Two processes starting at once cannot both
+    /// make one: the key file is created exclusively, and the loser loads
+    /// the winner's.
+    pub fn load_or_create(dir: &Path) -> Result<Self, CaError> {
+        let (cert_path, key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CaError::Io { path, source }
+        };
+        let crypto = |source| CaError::Crypto { dir: dir.to_path_buf(), source };
+        if !key_path.exists() {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            let key = KeyPair::generate().map_err(crypto)?;
+            let mut params = CertificateParams::default();
+            params.distinguished_name.push(DnType::CommonName, "portcullis webhook CA");
+            params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+            let now = time::OffsetDateTime::now_utc();
+            params.not_before = now - time::Duration::minutes(5);
+            params.not_after = now + time::Duration::days(5 * 365);
+            let cert = params.self_signed(&key).map_err(crypto)?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            match options.open(&key_path) {
+                Ok(mut file) => {
+                    // Certificate first: a reader that sees the key also sees it.
+                    std::fs::write(&cert_path, cert.pem()).map_err(io(&cert_path))?;
+                    file.write_all(key.serialize_pem().as_bytes()).map_err(io(&key_path))?;
+                    tracing::info!(dir = %dir.display(), "made a new CA");
+                    return Ok(Self { cert_pem: cert.pem(), issuer: Issuer::new(params, key) });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(&key_path)(e)),
+            }
+        }
+        let key_pem = std::fs::read_to_string(&key_path).map_err(io(&key_path))?;
+        let cert_pem = std::fs::read_to_string(&cert_path).map_err(io(&cert_path))?;
+        let key = KeyPair::from_pem(&key_pem).map_err(crypto)?;
+        let issuer = Issuer::from_ca_cert_pem(&cert_pem, key).map_err(crypto)?;
+        Ok(Self { cert_pem, issuer })
+    }
+
+    /// The CA certificate (the trust bundle), PEM.
+    pub fn bundle_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// A serving certificate for the cert-manager itself, for `names`, valid
+    /// for `days`: (certificate PEM, key PEM). The key is made here and
+    /// stays in this process.
+    pub fn own_certificate(&self, names: &[String], days: i64) -> Result<(String, String), CaError> {
+        let key = KeyPair::generate().map_err(CaError::Sign)?;
+        let mut params = CertificateParams::new(names.to_vec()).map_err(CaError::Sign)?;
+        params.distinguished_name.push(DnType::CommonName, "portcullis cert-manager");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::days(days);
+        let cert = params.signed_by(&key, &self.issuer).map_err(CaError::Sign)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// Signs `approved`; returns the leaf certificate, PEM.
+    pub fn sign(&self, approved: &Approved) -> Result<String, CaError> {
+        let cert = approved.params.signed_by(&approved.public_key, &self.issuer).map_err(CaError::Sign)?;
+        Ok(cert.pem())
+    }
+}

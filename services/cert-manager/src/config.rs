@@ -1,0 +1,107 @@
+//! `CertManagerConfig`: who may get a certificate for which names, and for
+//! how long.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use portcullis_admission::documents::{self, DocumentError};
+use serde::Deserialize;
+
+const KIND: &str = "CertManagerConfig";
+
+/// The shortest lifetime the Kubernetes CSR API accepts (`expirationSeconds`).
+pub const MIN_LIFETIME: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)] // apiVersion, kind and metadata are checked by `documents::parse`
+struct Document {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    metadata: Option<serde_json::Value>,
+    spec: Config,
+}
+
+/// The issuance rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    /// Lifetime when a request asks for none, in seconds (default 24h).
+    #[serde(default = "default_lifetime")]
+    pub default_lifetime_seconds: u64,
+    /// Longest lifetime granted, in seconds (default 7 days).
+    #[serde(default = "max_lifetime")]
+    pub max_lifetime_seconds: u64,
+    /// The callers, and the names each may have.
+    pub clients: Vec<Client>,
+}
+
+fn default_lifetime() -> u64 {
+    24 * 3600
+}
+
+fn max_lifetime() -> u64 {
+    7 * 24 * 3600
+}
+
+/// One caller.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Client {
+    /// The identity: `namespace/serviceaccount` in Kubernetes mode, any name
+    /// in standalone mode.
+    pub identity: String,
+    /// Standalone mode: the file holding this caller's bearer token.
+    pub token_file: Option<PathBuf>,
+    /// DNS names the caller may have in its certificate.
+    #[serde(default)]
+    pub dns_names: Vec<String>,
+    /// IP addresses the caller may have in its certificate.
+    #[serde(default)]
+    pub ip_addresses: Vec<IpAddr>,
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A document does not parse or is not valid.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    /// The configuration as a whole is unusable.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Parses exactly one `CertManagerConfig` document from `sources`.
+    pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, ConfigError> {
+        let mut docs = documents::parse::<Document>(sources, KIND)?;
+        if docs.len() != 1 {
+            return Err(ConfigError::Invalid(format!("expected one {KIND} document, found {}", docs.len())));
+        }
+        let (origin, doc) = docs.remove(0);
+        let config = doc.spec;
+        let invalid = |m: String| ConfigError::Document(origin.invalid(m));
+        if config.max_lifetime_seconds < MIN_LIFETIME.as_secs() {
+            return Err(invalid(format!("maxLifetimeSeconds must be at least {}", MIN_LIFETIME.as_secs())));
+        }
+        if config.default_lifetime_seconds > config.max_lifetime_seconds
+            || config.default_lifetime_seconds < MIN_LIFETIME.as_secs()
+        {
+            return Err(invalid("defaultLifetimeSeconds must be between 600 and maxLifetimeSeconds".into()));
+        }
+        for client in &config.clients {
+            if client.dns_names.is_empty() && client.ip_addresses.is_empty() {
+                return Err(invalid(format!("client {}: no dnsNames or ipAddresses", client.identity)));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The client with `identity`.
+    pub fn client(&self, identity: &str) -> Option<&Client> {
+        self.clients.iter().find(|c| c.identity == identity)
+    }
+}

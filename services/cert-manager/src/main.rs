@@ -1,0 +1,24 @@
+#![forbid(unsafe_code)]
+
+use clap::Parser as _;
+use portcullis_cert_manager::cli::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Ready(args) => {
+            if portcullis_server::admin::probe(args.admin_listen).await {
+                Ok(())
+            } else {
+                anyhow::bail!("not ready")
+            }
+        }
+        Command::Serve(args) => {
+            let telemetry = portcullis_telemetry::init("portcullis-cert-manager", &cli.log)?;
+            let result = portcullis_cert_manager::serve::run(*args).await;
+            telemetry.shutdown();
+            result
+        }
+    }
+}

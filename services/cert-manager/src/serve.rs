@@ -1,0 +1,55 @@
+//! `serve`: the gRPC API over TLS, the gRPC health service and the admin
+//! port, until SIGTERM/SIGINT.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use portcullis_proto::certs::v1::TrustBundle;
+use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
+use portcullis_server::{Metrics, admin, shutdown_signal, watch as files};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+use crate::ca::LocalCa;
+use crate::cli::Serve;
+use crate::config::Config;
+use crate::grpc::{CertificatesService, IssueMetrics};
+
+/// Runs the cert-manager in standalone mode.
+pub async fn run(args: Serve) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal();
+    let contents = files::read_all(std::slice::from_ref(&args.config)).context("reading the configuration")?;
+    let config = Config::from_sources(contents.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
+        .context("the configuration is invalid")?;
+    let ca = Arc::new(LocalCa::load_or_create(&args.ca_dir).context("the CA")?);
+    let (_bundle_updates, bundle) =
+        watch::channel(TrustBundle { ca_bundle_pem: ca.bundle_pem().to_owned(), generation: 1 });
+    let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
+
+    let issue_metrics = Arc::new(IssueMetrics::default());
+    let metrics = Arc::new(Metrics::new(|registry| issue_metrics.register(registry)));
+    let service = CertificatesServer::new(CertificatesService::new(config, ca, bundle, issue_metrics));
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<CertificatesServer<CertificatesService>>().await;
+
+    let listener = TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let admin_listener =
+        TcpListener::bind(args.admin_listen).await.with_context(|| format!("binding {}", args.admin_listen))?;
+    tracing::info!(grpc = %listener.local_addr()?, admin = %admin_listener.local_addr()?, "serving the certificate API");
+    let grpc = Server::builder()
+        .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+        .context("TLS configuration")?
+        .add_service(health_service)
+        .add_service(service)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown.clone().cancelled_owned(),
+        );
+    let admin_app = admin::router(Arc::new(|| true), metrics);
+    let (grpc, admin) = tokio::join!(grpc, admin::serve(admin_listener, admin_app, shutdown));
+    grpc.context("gRPC server")?;
+    admin.context("admin server")?;
+    tracing::info!("stopped");
+    Ok(())
+}

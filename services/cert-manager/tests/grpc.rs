@@ -1,0 +1,159 @@
+//! The cert-manager binary over real TLS with the real client the webhooks
+//! use: issuance, every refusal as a precise status, gRPC health, and the
+//! trust-bundle stream.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portcullis_proto::certs::v1::WatchTrustBundleRequest;
+use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
+use portcullis_server::args::TlsArgs;
+use portcullis_server::cert_manager::{IssueError, issue};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+
+struct CertManager {
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for CertManager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn start() -> CertManager {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("injector-token"), "s3cret-injector-token\n").unwrap();
+    std::fs::write(dir.path().join("validator-token"), "s3cret-validator-token\n").unwrap();
+    let config = format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  defaultLifetimeSeconds: 3600\n  clients:\n\
+         \x20   - identity: injector\n      tokenFile: {0}/injector-token\n      dnsNames: [localhost]\n      ipAddresses: [127.0.0.1]\n\
+         \x20   - identity: validator\n      tokenFile: {0}/validator-token\n      dnsNames: [validator.local]\n",
+        dir.path().display()
+    );
+    std::fs::write(dir.path().join("config.yaml"), config).unwrap();
+    let (addr, admin) = (free(), free());
+    let child = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+        .arg("serve")
+        .arg("--config")
+        .arg(dir.path().join("config.yaml"))
+        .arg("--ca-dir")
+        .arg(dir.path().join("ca"))
+        .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "cert-manager did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    CertManager { child, addr, dir }
+}
+
+fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {
+    let token_file = cm.dir.path().join(format!("client-{token}"));
+    std::fs::write(&token_file, token).unwrap();
+    TlsArgs {
+        tls_cert_file: None,
+        tls_key_file: None,
+        self_signed_ca_file: None,
+        self_signed_sans: vec![],
+        cert_manager_url: Some(format!("https://localhost:{}", cm.addr.port())),
+        cert_manager_ca_file: Some(cm.dir.path().join("ca/ca.crt")),
+        cert_manager_token_file: Some(token_file),
+        cert_names: names.iter().map(|s| s.to_string()).collect(),
+        cert_lifetime: Duration::from_secs(0),
+        tls_reload_interval: Duration::from_secs(2),
+    }
+}
+
+#[tokio::test]
+async fn issues_and_refuses_with_precise_statuses() {
+    let cm = start();
+    let ca = std::fs::read_to_string(cm.dir.path().join("ca/ca.crt")).unwrap();
+    let key_mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(cm.dir.path().join("ca/ca.key")).unwrap().permissions(),
+    );
+    assert_eq!(key_mode & 0o777, 0o600, "the CA key is private");
+
+    let issued = issue(&args(&cm, "s3cret-injector-token", &["localhost", "127.0.0.1"])).await.unwrap();
+    assert_eq!(issued.ca_bundle_pem, ca, "the trust bundle is the CA");
+    let lifetime = issued.not_after.duration_since(std::time::SystemTime::now()).unwrap();
+    assert!(lifetime > Duration::from_secs(3500) && lifetime <= Duration::from_secs(3600), "{lifetime:?}");
+    let renew = issued.renew_after.duration_since(std::time::SystemTime::now()).unwrap();
+    assert!(renew > Duration::from_secs(2000) && renew < Duration::from_secs(2500), "renew at about 2/3: {renew:?}");
+    assert_eq!(issued.key.cert.len(), 1);
+
+    let refused = |r: Result<_, IssueError>| match r {
+        Err(IssueError::Refused { code, message }) => (code, message),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let (code, message) = refused(issue(&args(&cm, "s3cret-injector-token", &["validator.local"])).await);
+    assert_eq!(code, tonic::Code::PermissionDenied);
+    assert_eq!(message, "injector may not have the name validator.local (it may have: localhost, 127.0.0.1)");
+    let (code, message) = refused(issue(&args(&cm, "wrong-token", &["localhost"])).await);
+    assert_eq!(code, tonic::Code::Unauthenticated);
+    assert_eq!(message, "the bearer token is not valid");
+    assert!(
+        issue(&args(&cm, "s3cret-validator-token", &["validator.local"])).await.is_ok(),
+        "the validator gets its own name"
+    );
+
+    // Raw gRPC: no token at all, health, and the trust-bundle stream.
+    let channel = Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
+        .unwrap()
+        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&ca)))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status =
+        CertificatesClient::new(channel.clone()).watch_trust_bundle(WatchTrustBundleRequest {}).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    assert!(status.message().contains("no bearer token"), "{}", status.message());
+    let mut request = tonic::Request::new(WatchTrustBundleRequest {});
+    request.metadata_mut().insert("authorization", "Bearer s3cret-injector-token".parse().unwrap());
+    let mut stream = CertificatesClient::new(channel.clone()).watch_trust_bundle(request).await.unwrap().into_inner();
+    let bundle = stream.message().await.unwrap().unwrap();
+    assert_eq!(bundle.ca_bundle_pem, ca);
+    let health = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest { service: "portcullis.certs.v1.Certificates".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(health.status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+}
+
+#[tokio::test]
+async fn the_ca_survives_a_restart() {
+    let cm = start();
+    let before = std::fs::read_to_string(cm.dir.path().join("ca/ca.crt")).unwrap();
+    let dir = cm.dir.path().to_path_buf();
+    let restarted = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+        .args(["serve", "--config"])
+        .arg(dir.join("config.yaml"))
+        .arg("--ca-dir")
+        .arg(dir.join("ca"))
+        .args(["--listen", &free().to_string(), "--admin-listen", &free().to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut restarted = restarted;
+    let _ = restarted.kill();
+    let _ = restarted.wait();
+    assert_eq!(std::fs::read_to_string(Path::new(&dir).join("ca/ca.crt")).unwrap(), before);
+}

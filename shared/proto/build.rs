@@ -1,0 +1,10 @@
+//! Compiles proto/ with protox (pure Rust), so no protoc is needed.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let file = root.join("portcullis/certs/v1/certs.proto");
+    println!("cargo:rerun-if-changed={}", file.display());
+    let descriptors = protox::compile([&file], [&root])?;
+    tonic_prost_build::configure().compile_fds(descriptors)?;
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! The cert-manager as the certificate source: make a key and a CSR here
+//! (the key never leaves the process), get the certificate over gRPC, serve
+//! it at once through the swappable resolver, renew at about two thirds of
+//! its lifetime with jitter, and keep serving the old one with backoff when
+//! the cert-manager cannot be reached.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use portcullis_proto::certs::v1::IssueRequest;
+use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
+use rcgen::{CertificateParams, KeyPair};
+use rustls::sign::CertifiedKey;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+
+use crate::args::TlsArgs;
+use crate::tls::{CertResolver, TlsError, certified_key, error_chain};
+
+/// Why one issuance failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// Bad flags or files.
+    #[error("{0}")]
+    Setup(String),
+    /// The cert-manager could not be reached.
+    #[error("cannot reach the cert-manager")]
+    Connect(#[source] tonic::transport::Error),
+    /// The cert-manager refused or failed.
+    #[error("the cert-manager answered {code:?}: {message}")]
+    Refused {
+        /// gRPC status code.
+        code: tonic::Code,
+        /// Its message.
+        message: String,
+    },
+    /// Key or CSR generation failed.
+    #[error("cannot make a key or CSR")]
+    Key(#[source] rcgen::Error),
+    /// The returned certificate does not match the key.
+    #[error("the returned certificate is unusable")]
+    Certificate(#[source] TlsError),
+}
+
+/// One certificate: the served key and when to renew it.
+#[derive(Debug)]
+pub struct Issued {
+    /// Certificate chain and key, ready to serve.
+    pub key: Arc<CertifiedKey>,
+    /// When to start renewing.
+    pub renew_after: SystemTime,
+    /// The certificate's notAfter.
+    pub not_after: SystemTime,
+    /// The trust bundle (caBundle) the cert-manager returned.
+    pub ca_bundle_pem: String,
+}
+
+/// Requests one certificate for `args.cert_names`.
+pub async fn issue(args: &TlsArgs) -> Result<Issued, IssueError> {
+    let url = args.cert_manager_url.clone().ok_or_else(|| IssueError::Setup("no --cert-manager-url".into()))?;
+    let read = |path: &Option<std::path::PathBuf>, what: &str| match path {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| IssueError::Setup(format!("{what} {}: {e}", p.display()))),
+        None => Err(IssueError::Setup(format!("--cert-manager-{what} is required with --cert-manager-url"))),
+    };
+    let ca = read(&args.cert_manager_ca_file, "ca-file")?;
+    let token = read(&args.cert_manager_token_file, "token-file")?;
+    let key = KeyPair::generate().map_err(IssueError::Key)?;
+    let csr = CertificateParams::new(args.cert_names.clone())
+        .and_then(|p| p.serialize_request(&key))
+        .and_then(|csr| csr.pem())
+        .map_err(IssueError::Key)?;
+    let endpoint = Endpoint::from_shared(url.clone())
+        .map_err(|e| IssueError::Setup(format!("--cert-manager-url {url}: {e}")))?
+        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
+        .map_err(IssueError::Connect)?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(30));
+    let channel = endpoint.connect().await.map_err(IssueError::Connect)?;
+    let lifetime_seconds = u32::try_from(args.cert_lifetime.as_secs()).unwrap_or(u32::MAX);
+    let mut request = tonic::Request::new(IssueRequest { csr_pem: csr, lifetime_seconds });
+    let mut headers = http::HeaderMap::new();
+    portcullis_telemetry::inject_context(&mut headers);
+    *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(headers);
+    let bearer = format!("Bearer {}", token.trim())
+        .parse()
+        .map_err(|_| IssueError::Setup("the token file holds characters a header cannot".into()))?;
+    request.metadata_mut().insert("authorization", bearer);
+    let response = CertificatesClient::new(channel)
+        .issue(request)
+        .await
+        .map_err(|s| IssueError::Refused { code: s.code(), message: s.message().to_owned() })?
+        .into_inner();
+    let certified = certified_key(response.certificate_chain_pem.as_bytes(), key.serialize_pem().as_bytes(), &url)
+        .map_err(IssueError::Certificate)?;
+    let at = |unix: i64| UNIX_EPOCH + Duration::from_secs(u64::try_from(unix).unwrap_or_default());
+    Ok(Issued {
+        key: certified,
+        renew_after: at(response.renew_after_unix),
+        not_after: at(response.not_after_unix),
+        ca_bundle_pem: response.trust_bundle.map(|b| b.ca_bundle_pem).unwrap_or_default(),
+    })
+}
+
+/// Keeps `resolver` supplied from the cert-manager until `shutdown`.
+pub fn spawn(args: TlsArgs, resolver: Arc<CertResolver>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let wait = match issue(&args).await {
+                Ok(issued) => {
+                    resolver.set(issued.key);
+                    backoff = Duration::from_secs(1);
+                    let remaining = issued.renew_after.duration_since(SystemTime::now()).unwrap_or_default();
+                    let not_after = issued.not_after.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+                    tracing::info!(
+                        not_after_unix = not_after,
+                        renew_in_seconds = remaining.as_secs(),
+                        "serving a certificate from the cert-manager"
+                    );
+                    jitter(remaining)
+                }
+                Err(err) => {
+                    let serving = resolver.is_ready();
+                    tracing::warn!(error = %error_chain(&err), retry_in_seconds = backoff.as_secs(), serving_previous = serving, "certificate request failed");
+                    let wait = backoff;
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    wait
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+/// `wait` less up to a tenth, so that replicas do not renew in lockstep.
+fn jitter(wait: Duration) -> Duration {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or_default();
+    let fraction = f64::from(nanos % 1000) / 10_000.0; // 0 .. 0.1
+    wait.mul_f64(1.0 - fraction)
+}
