@@ -1,5 +1,5 @@
 # One image per service: docker build --build-arg SERVICE=injector -t portcullis-injector .
-#                        docker build --build-arg SERVICE=validator -t portcullis-validator .
+#   SERVICE is injector, validator or cert-manager.
 # Dependencies are compiled in their own cached layer (cargo-chef); the
 # runtime image is distroless, non-root, with nothing but the binary.
 ARG RUST_VERSION=1.95
@@ -23,9 +23,11 @@ RUN cargo build --release --locked -p portcullis-${SERVICE} \
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=builder /portcullis /portcullis
-# Owned by the runtime user, so a volume mounted here is writable for the
-# self-signed CA (docker-compose.yml).
+# Owned by the runtime user, so that volumes mounted here start writable
+# (docker-compose.yml: the self-signed CA, the cert-manager's CA).
 COPY --from=builder --chown=65532:65532 /certs /certs
+COPY --from=builder --chown=65532:65532 /certs /trust
+COPY --from=builder --chown=65532:65532 /certs /var/lib/portcullis/ca
 USER 65532:65532
 EXPOSE 8443 9090
 ENTRYPOINT ["/portcullis"]

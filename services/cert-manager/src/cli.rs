@@ -36,6 +36,10 @@ pub struct Serve {
     /// Directory of the CA (`ca.crt`, `ca.key`), made on first start.
     #[arg(long, env = "PORTCULLIS_CA_DIR")]
     pub ca_dir: PathBuf,
+    /// Also write the CA certificate (not the key) here, for clients to
+    /// trust: a volume shared with the webhooks, say.
+    #[arg(long, env = "PORTCULLIS_PUBLISH_CA")]
+    pub publish_ca: Option<PathBuf>,
     /// gRPC listener (TLS).
     #[arg(long, env = "PORTCULLIS_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,

@@ -23,6 +23,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let config = Config::from_sources(contents.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
         .context("the configuration is invalid")?;
     let ca = Arc::new(LocalCa::load_or_create(&args.ca_dir).context("the CA")?);
+    if let Some(path) = &args.publish_ca {
+        std::fs::write(path, ca.bundle_pem()).with_context(|| format!("publishing the CA to {}", path.display()))?;
+    }
     let (_bundle_updates, bundle) =
         watch::channel(TrustBundle { ca_bundle_pem: ca.bundle_pem().to_owned(), generation: 1 });
     let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
