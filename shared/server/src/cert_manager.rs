@@ -55,8 +55,15 @@ pub struct Issued {
     pub ca_bundle_pem: String,
 }
 
-/// Requests one certificate for `args.cert_names`.
+/// Requests one certificate for `args.cert_names`, as a client span whose
+/// context travels to the cert-manager in the gRPC metadata.
 pub async fn issue(args: &TlsArgs) -> Result<Issued, IssueError> {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("request certificate", otel.kind = "client", names = ?args.cert_names);
+    issue_in_span(args).instrument(span).await
+}
+
+async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
     let url = args.cert_manager_url.clone().ok_or_else(|| IssueError::Setup("no --cert-manager-url".into()))?;
     let read = |path: &Option<std::path::PathBuf>, what: &str| match path {
         Some(p) => std::fs::read_to_string(p).map_err(|e| IssueError::Setup(format!("{what} {}: {e}", p.display()))),

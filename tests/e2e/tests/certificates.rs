@@ -8,7 +8,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use portcullis_e2e::{Process, binaries, eventually, free_addr, repo};
+use portcullis_e2e::{Process, binaries, cluster, eventually, free_addr, repo};
 
 #[tokio::test]
 async fn the_injector_serves_a_certificate_from_the_cert_manager() {
@@ -23,6 +23,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     )
     .unwrap();
     let (cm_addr, cm_admin, hook, admin) = (free_addr(), free_addr(), free_addr(), free_addr());
+    let jaeger = cluster().var("PORTCULLIS_JAEGER_OTLP").to_owned();
     let cert_manager = || {
         Process(
             Command::new(binaries().join("portcullis-cert-manager"))
@@ -32,6 +33,8 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
                 .arg("--ca-dir")
                 .arg(dir.path().join("ca"))
                 .args(["--listen", &cm_addr.to_string(), "--admin-listen", &cm_admin.to_string()])
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
+                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),
@@ -54,6 +57,9 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
             .arg("--cert-manager-token-file")
             .arg(dir.path().join("token"))
             .args(["--cert-names", "localhost,127.0.0.1"])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
+            .env("OTEL_SERVICE_NAME", "portcullis-injector")
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -76,6 +82,33 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     let response =
         client.post(format!("https://127.0.0.1:{}/mutate", hook.port())).body(body.clone()).send().await.unwrap();
     assert_eq!(response.status(), 200);
+
+    // The issuance is one trace: the injector's client span, the
+    // cert-manager's `issue` span under it.
+    let url = format!(
+        "{}/api/traces?service=portcullis-cert-manager&operation=issue&lookback=1h&limit=5",
+        cluster().var("PORTCULLIS_JAEGER_QUERY")
+    );
+    let trace = eventually("the issuance trace reaches Jaeger", Duration::from_secs(30), || {
+        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        body["data"]
+            .as_array()?
+            .iter()
+            .find(|t| {
+                t["processes"]
+                    .as_object()
+                    .is_some_and(|p| p.values().any(|p| p["serviceName"] == "portcullis-injector"))
+            })
+            .cloned()
+    })
+    .await;
+    let spans = trace["spans"].as_array().unwrap();
+    let client = spans.iter().find(|s| s["operationName"] == "request certificate").unwrap();
+    let server = spans.iter().find(|s| s["operationName"] == "issue").unwrap();
+    assert_eq!(server["references"][0]["spanID"], client["spanID"], "the cert-manager continues the webhook's trace");
+    let identity = server["tags"].as_array().unwrap().iter().find(|t| t["key"] == "identity").unwrap();
+    assert_eq!(identity["value"], "injector");
 
     // The cert-manager goes away: the webhook keeps serving its certificate.
     drop(cm);
