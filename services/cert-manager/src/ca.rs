@@ -57,18 +57,9 @@ impl LocalCa {
             let path = path.to_path_buf();
             move |source| CaError::Io { path, source }
         };
-        let crypto = |source| CaError::Crypto { dir: dir.to_path_buf(), source };
         if !key_path.exists() {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
-            let key = KeyPair::generate().map_err(crypto)?;
-            let mut params = CertificateParams::default();
-            params.distinguished_name.push(DnType::CommonName, "portcullis webhook CA");
-            params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-            let now = time::OffsetDateTime::now_utc();
-            params.not_before = now - time::Duration::minutes(5);
-            params.not_after = now + time::Duration::days(5 * 365);
-            let cert = params.self_signed(&key).map_err(crypto)?;
+            let (cert, key) = Self::generate()?;
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
             #[cfg(unix)]
@@ -76,20 +67,69 @@ impl LocalCa {
             match options.open(&key_path) {
                 Ok(mut file) => {
                     // Certificate first: a reader that sees the key also sees it.
-                    std::fs::write(&cert_path, cert.pem()).map_err(io(&cert_path))?;
-                    file.write_all(key.serialize_pem().as_bytes()).map_err(io(&key_path))?;
+                    std::fs::write(&cert_path, &cert).map_err(io(&cert_path))?;
+                    file.write_all(key.as_bytes()).map_err(io(&key_path))?;
                     tracing::info!(dir = %dir.display(), "made a new CA");
-                    return Ok(Self { cert_pem: cert.pem(), issuer: Issuer::new(params, key) });
+                    return Self::from_pem(&cert, &key);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io(&key_path)(e)),
             }
         }
-        let key_pem = std::fs::read_to_string(&key_path).map_err(io(&key_path))?;
-        let cert_pem = std::fs::read_to_string(&cert_path).map_err(io(&cert_path))?;
-        let key = KeyPair::from_pem(&key_pem).map_err(crypto)?;
-        let issuer = Issuer::from_ca_cert_pem(&cert_pem, key).map_err(crypto)?;
-        Ok(Self { cert_pem, issuer })
+        let key = std::fs::read_to_string(&key_path).map_err(io(&key_path))?;
+        let cert = std::fs::read_to_string(&cert_path).map_err(io(&cert_path))?;
+        Self::from_pem(&cert, &key)
+    }
+
+    /// A new CA valid for five years: (certificate PEM, key PEM).
+    pub fn generate() -> Result<(String, String), CaError> {
+        let key = KeyPair::generate().map_err(CaError::Sign)?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, "portcullis webhook CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::days(5 * 365);
+        let cert = params.self_signed(&key).map_err(CaError::Sign)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// The CA of `cert` and `key` (PEM).
+    pub fn from_pem(cert: &str, key: &str) -> Result<Self, CaError> {
+        let crypto = |source| CaError::Crypto { dir: PathBuf::from("(PEM)"), source };
+        let key = KeyPair::from_pem(key).map_err(crypto)?;
+        let issuer = Issuer::from_ca_cert_pem(cert, key).map_err(crypto)?;
+        Ok(Self { cert_pem: cert.to_owned(), issuer })
+    }
+
+    /// Signs a CertificateSigningRequest object's request as its signer:
+    /// server-auth leaf certificates only, for the names it asks for (the
+    /// cert-manager checked them before approving), for
+    /// `expiration_seconds` (default 24 h, at least 600 s). Returns the
+    /// certificate PEM, or why it will not sign.
+    pub fn sign_csr(&self, request: &[u8], expiration_seconds: Option<i32>) -> Result<String, String> {
+        use rcgen::{CertificateSigningRequestParams, ExtendedKeyUsagePurpose};
+        let pem = std::str::from_utf8(request).map_err(|_| "the request is not PEM".to_owned())?;
+        let csr = CertificateSigningRequestParams::from_pem(pem).map_err(|e| format!("unusable request: {e}"))?;
+        if !matches!(csr.params.is_ca, IsCa::NoCa | IsCa::ExplicitNoCa) {
+            return Err("the request asks for CA:true".into());
+        }
+        if csr.params.extended_key_usages.iter().any(|u| *u != ExtendedKeyUsagePurpose::ServerAuth) {
+            return Err("the request asks for a usage other than server auth".into());
+        }
+        let seconds = i64::from(expiration_seconds.unwrap_or(86_400).max(600));
+        let mut params = CertificateParams::default();
+        params.subject_alt_names = csr.params.subject_alt_names;
+        params.distinguished_name = csr.params.distinguished_name;
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.use_authority_key_identifier_extension = true;
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::seconds(seconds);
+        params.signed_by(&csr.public_key, &self.issuer).map(|c| c.pem()).map_err(|e| format!("signing failed: {e}"))
     }
 
     /// The CA certificate (the trust bundle), PEM.

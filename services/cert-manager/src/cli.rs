@@ -20,11 +20,20 @@ pub struct Cli {
 /// What to run.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Serve the gRPC API (TLS) and the admin endpoints (HTTP), standalone:
-    /// a CA in a local directory, callers authenticated by token files.
+    /// Serve the gRPC API (TLS) and the admin endpoints (HTTP).
     Serve(Box<Serve>),
     /// Exit 0 if the running service's /readyz says ready.
     Ready(portcullis_server::args::ProbeArgs),
+}
+
+/// Where certificates come from and how callers prove who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// A CA in `--ca-dir`; callers send the token in their `tokenFile`.
+    Standalone,
+    /// CertificateSigningRequests through the API server; callers send a
+    /// projected ServiceAccount token, checked with TokenReview.
+    Kubernetes,
 }
 
 /// `serve` flags.
@@ -33,9 +42,33 @@ pub struct Serve {
     /// The CertManagerConfig file: callers, their names and lifetimes.
     #[arg(long, env = "PORTCULLIS_CONFIG")]
     pub config: PathBuf,
-    /// Directory of the CA (`ca.crt`, `ca.key`), made on first start.
-    #[arg(long, env = "PORTCULLIS_CA_DIR")]
-    pub ca_dir: PathBuf,
+    /// Standalone or Kubernetes.
+    #[arg(long, env = "PORTCULLIS_MODE", value_enum, default_value = "standalone")]
+    pub mode: Mode,
+    /// Standalone: directory of the CA (`ca.crt`, `ca.key`), made on first start.
+    #[arg(long, env = "PORTCULLIS_CA_DIR", required_if_eq("mode", "standalone"))]
+    pub ca_dir: Option<PathBuf>,
+    /// Kubernetes: the namespace of the CA Secret (the cert-manager's own).
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = "portcullis-system")]
+    pub namespace: String,
+    /// Kubernetes: the Secret holding the CA of the own signer, made on first start.
+    #[arg(long, env = "PORTCULLIS_CA_SECRET", default_value = "portcullis-webhook-ca")]
+    pub ca_secret: String,
+    /// Kubernetes: the signerName of the CSRs. With the default the
+    /// cert-manager signs them itself; with any other (say
+    /// `kubernetes.io/kubelet-serving`) it creates, approves and waits.
+    #[arg(long, env = "PORTCULLIS_SIGNER_NAME", default_value = crate::kubernetes::OWN_SIGNER)]
+    pub signer_name: String,
+    /// Kubernetes, another signer: the CA bundle (PEM) of that signer, sent
+    /// to the webhooks as their trust bundle.
+    #[arg(long, env = "PORTCULLIS_TRUST_BUNDLE_FILE")]
+    pub trust_bundle_file: Option<PathBuf>,
+    /// Kubernetes: the audience callers' tokens must be issued for.
+    #[arg(long, env = "PORTCULLIS_TOKEN_AUDIENCE", default_value = "portcullis-cert-manager")]
+    pub token_audience: String,
+    /// Kubernetes: how long to wait for a CSR to be signed.
+    #[arg(long, env = "PORTCULLIS_CSR_TIMEOUT", default_value = "30s", value_parser = portcullis_server::args::parse_duration)]
+    pub csr_timeout: std::time::Duration,
     /// Also write the CA certificate (not the key) here, for clients to
     /// trust: a volume shared with the webhooks, say.
     #[arg(long, env = "PORTCULLIS_PUBLISH_CA")]

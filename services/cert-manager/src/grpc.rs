@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::ca::LocalCa;
@@ -58,38 +59,75 @@ impl IssueMetrics {
     }
 }
 
+/// How callers are authenticated and requests signed.
+pub enum Backend {
+    /// Token files and a local CA.
+    Standalone {
+        /// The CA.
+        ca: Arc<LocalCa>,
+    },
+    /// TokenReview and CertificateSigningRequests.
+    Kubernetes {
+        /// The API client.
+        client: kube::Client,
+        /// The audience tokens must carry.
+        audience: String,
+        /// The CSRs' signerName.
+        signer_name: String,
+        /// How long to wait for a signature.
+        timeout: std::time::Duration,
+    },
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Standalone { .. } => f.write_str("Standalone"),
+            Self::Kubernetes { signer_name, .. } => write!(f, "Kubernetes({signer_name})"),
+        }
+    }
+}
+
 /// The `Certificates` service.
 #[derive(Debug)]
 pub struct CertificatesService {
     config: Config,
-    ca: Arc<LocalCa>,
+    backend: Backend,
     bundle: watch::Receiver<TrustBundle>,
     metrics: Arc<IssueMetrics>,
 }
 
 impl CertificatesService {
-    /// A service signing with `ca` under `config`.
+    /// A service issuing through `backend` under `config`.
     pub fn new(
         config: Config,
-        ca: Arc<LocalCa>,
+        backend: Backend,
         bundle: watch::Receiver<TrustBundle>,
         metrics: Arc<IssueMetrics>,
     ) -> Self {
-        Self { config, ca, bundle, metrics }
+        Self { config, backend, bundle, metrics }
     }
 
-    /// The identity whose token file holds the request's bearer token.
-    fn authenticate(&self, metadata: &MetadataMap) -> Result<String, Status> {
-        let header = metadata
-            .get("authorization")
-            .ok_or_else(|| Status::unauthenticated("no bearer token: send `authorization: Bearer <token>`"))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| Status::unauthenticated("the authorization metadata is not `Bearer <token>`"))?;
+    /// The caller's identity, from its bearer token.
+    async fn authenticate(&self, metadata: &MetadataMap) -> Result<String, Status> {
+        let token = bearer(metadata)?;
+        let Backend::Kubernetes { client, audience, .. } = &self.backend else {
+            return self.authenticate_file(&token);
+        };
+        match crate::kubernetes::review_token(client, &token, audience).await {
+            Ok(Some(identity)) => Ok(identity),
+            Ok(None) => Err(Status::unauthenticated(format!(
+                "the token is not a valid ServiceAccount token for audience {audience} (expired, revoked or for another audience)"
+            ))),
+            Err(err) => {
+                tracing::error!(error = %err, "TokenReview failed");
+                Err(Status::unavailable("cannot check the token with the API server; retry later"))
+            }
+        }
+    }
+
+    /// The identity whose token file holds `token`.
+    fn authenticate_file(&self, token: &str) -> Result<String, Status> {
         for client in &self.config.clients {
             let Some(file) = &client.token_file else { continue };
             // Read at each request: a rotated token file takes effect at once.
@@ -103,6 +141,20 @@ impl CertificatesService {
         }
         Err(Status::unauthenticated("the bearer token is not valid"))
     }
+}
+
+fn bearer(metadata: &MetadataMap) -> Result<String, Status> {
+    let header = metadata
+        .get("authorization")
+        .ok_or_else(|| Status::unauthenticated("no bearer token: send `authorization: Bearer <token>`"))?;
+    header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| Status::unauthenticated("the authorization metadata is not `Bearer <token>`"))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -125,12 +177,37 @@ impl Certificates for CertificatesService {
             result = Empty
         );
         portcullis_telemetry::continue_trace(&span, &request.metadata().clone().into_headers());
-        let _entered = span.enter();
+        self.issue_in_span(request, &span).instrument(span.clone()).await
+    }
+
+    type WatchTrustBundleStream = Pin<Box<dyn Stream<Item = Result<TrustBundle, Status>> + Send>>;
+
+    async fn watch_trust_bundle(
+        &self,
+        request: Request<WatchTrustBundleRequest>,
+    ) -> Result<Response<Self::WatchTrustBundleStream>, Status> {
+        self.authenticate(request.metadata()).await?;
+        let stream = tokio_stream::wrappers::WatchStream::new(self.bundle.clone()).map(Ok);
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+impl CertificatesService {
+    async fn issue_in_span(
+        &self,
+        request: Request<IssueRequest>,
+        span: &tracing::Span,
+    ) -> Result<Response<IssueResponse>, Status> {
         let started = Instant::now();
         let identity =
-            self.authenticate(request.metadata()).inspect_err(|_| self.metrics.refused("unauthenticated"))?;
+            self.authenticate(request.metadata()).await.inspect_err(|_| self.metrics.refused("unauthenticated"))?;
         span.record("identity", identity.as_str());
-        let client = self.config.client(&identity).ok_or_else(|| Status::internal("client vanished"))?;
+        let client = self.config.client(&identity).ok_or_else(|| {
+            self.metrics.refused("unknown_client");
+            Status::permission_denied(format!(
+                "{identity} is not a client of this cert-manager (see its CertManagerConfig)"
+            ))
+        })?;
         let request = request.into_inner();
         let approved = check(&request.csr_pem, client, request.lifetime_seconds, &self.config).map_err(|refusal| {
             self.metrics.refused(refusal.reason());
@@ -142,9 +219,23 @@ impl Certificates for CertificatesService {
                 Status::invalid_argument(refusal.to_string())
             }
         })?;
-        let leaf = self.ca.sign(&approved).map_err(|e| {
+        let leaf = match &self.backend {
+            Backend::Standalone { ca } => ca.sign(&approved).map_err(|e| e.to_string()),
+            Backend::Kubernetes { client, signer_name, timeout, .. } => crate::kubernetes::issue_through_csr(
+                client,
+                signer_name,
+                &request.csr_pem,
+                &approved,
+                &identity,
+                *timeout,
+            )
+            .await
+            .map_err(|e| e.to_string()),
+        }
+        .map_err(|e| {
+            self.metrics.refused("signer");
             tracing::error!(error = %e, "signing failed");
-            Status::unavailable("the signer could not sign the certificate; retry later")
+            Status::unavailable(format!("the certificate could not be signed: {e}"))
         })?;
         let (not_before, not_after) = (approved.params.not_before, approved.params.not_after);
         let renew_after = not_before + (not_after - not_before) * 2 / 3;
@@ -158,16 +249,5 @@ impl Certificates for CertificatesService {
             not_after_unix: unix(not_after),
             renew_after_unix: unix(renew_after),
         }))
-    }
-
-    type WatchTrustBundleStream = Pin<Box<dyn Stream<Item = Result<TrustBundle, Status>> + Send>>;
-
-    async fn watch_trust_bundle(
-        &self,
-        request: Request<WatchTrustBundleRequest>,
-    ) -> Result<Response<Self::WatchTrustBundleStream>, Status> {
-        self.authenticate(request.metadata())?;
-        let stream = tokio_stream::wrappers::WatchStream::new(self.bundle.clone()).map(Ok);
-        Ok(Response::new(Box::pin(stream)))
     }
 }

@@ -17,4 +17,5 @@ pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod grpc;
+pub mod kubernetes;
 pub mod serve;

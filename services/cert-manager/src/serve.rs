@@ -12,27 +12,63 @@ use tokio::sync::watch;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::ca::LocalCa;
-use crate::cli::Serve;
+use crate::cli::{Mode, Serve};
 use crate::config::Config;
-use crate::grpc::{CertificatesService, IssueMetrics};
+use crate::grpc::{Backend, CertificatesService, IssueMetrics};
+use crate::kubernetes;
 
-/// Runs the cert-manager in standalone mode.
+/// Runs the cert-manager until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
     let contents = files::read_all(std::slice::from_ref(&args.config)).context("reading the configuration")?;
     let config = Config::from_sources(contents.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
         .context("the configuration is invalid")?;
-    let ca = Arc::new(LocalCa::load_or_create(&args.ca_dir).context("the CA")?);
+    let (ca, backend, trust) = match args.mode {
+        Mode::Standalone => {
+            let dir = args.ca_dir.as_deref().context("--ca-dir is required in standalone mode")?;
+            let ca = Arc::new(LocalCa::load_or_create(dir).context("the CA")?);
+            let trust = ca.bundle_pem().to_owned();
+            (ca.clone(), Backend::Standalone { ca }, trust)
+        }
+        Mode::Kubernetes => {
+            let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
+            let ca = Arc::new(
+                kubernetes::ca_from_secret(&client, &args.namespace, &args.ca_secret).await.context("the CA Secret")?,
+            );
+            let trust = if args.signer_name == kubernetes::OWN_SIGNER {
+                // The cert-manager is the signer: sign what it approved.
+                tokio::spawn(kubernetes::run_signer(
+                    client.clone(),
+                    args.signer_name.clone(),
+                    ca.clone(),
+                    shutdown.clone(),
+                ));
+                ca.bundle_pem().to_owned()
+            } else {
+                let file = args
+                    .trust_bundle_file
+                    .as_ref()
+                    .context("--trust-bundle-file is required with another --signer-name")?;
+                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+            };
+            let backend = Backend::Kubernetes {
+                client,
+                audience: args.token_audience.clone(),
+                signer_name: args.signer_name.clone(),
+                timeout: args.csr_timeout,
+            };
+            (ca, backend, trust)
+        }
+    };
     if let Some(path) = &args.publish_ca {
         std::fs::write(path, ca.bundle_pem()).with_context(|| format!("publishing the CA to {}", path.display()))?;
     }
-    let (_bundle_updates, bundle) =
-        watch::channel(TrustBundle { ca_bundle_pem: ca.bundle_pem().to_owned(), generation: 1 });
+    let (_bundle_updates, bundle) = watch::channel(TrustBundle { ca_bundle_pem: trust, generation: 1 });
     let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
 
     let issue_metrics = Arc::new(IssueMetrics::default());
     let metrics = Arc::new(Metrics::new(|registry| issue_metrics.register(registry)));
-    let service = CertificatesServer::new(CertificatesService::new(config, ca, bundle, issue_metrics));
+    let service = CertificatesServer::new(CertificatesService::new(config, backend, bundle, issue_metrics));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CertificatesServer<CertificatesService>>().await;
 

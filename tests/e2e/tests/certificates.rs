@@ -124,3 +124,102 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     assert_eq!(response.status(), 200);
     assert_eq!(ready().as_deref(), Some("200"));
 }
+
+/// Kubernetes mode: the webhook's ServiceAccount token checked with
+/// TokenReview, the request turned into a real CertificateSigningRequest
+/// of the own signer, approved, signed by the cert-manager's signer with
+/// the CA it keeps in a Secret, and cleaned up.
+#[tokio::test]
+async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
+    use portcullis_e2e::{ok, unique};
+    use portcullis_server::args::TlsArgs;
+    use portcullis_server::cert_manager::{IssueError, issue};
+
+    let cluster = cluster();
+    let ns = unique("certs");
+    ok(cluster.kubectl(&["create", "namespace", &ns]));
+    ok(cluster.kubectl(&["create", "serviceaccount", "webhook", "-n", &ns]));
+    let dir = tempfile::tempdir().unwrap();
+    let token =
+        ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "portcullis-cert-manager"]));
+    std::fs::write(dir.path().join("token"), token.trim()).unwrap();
+    let wrong = ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "somebody-else"]));
+    std::fs::write(dir.path().join("wrong-token"), wrong.trim()).unwrap();
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        format!("apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  clients:\n    - identity: {ns}/webhook\n      dnsNames: [webhook.{ns}.svc]\n      ipAddresses: [127.0.0.1]\n"),
+    )
+    .unwrap();
+    let (addr, admin) = (free_addr(), free_addr());
+    let _cert_manager = Process(
+        Command::new(binaries().join("portcullis-cert-manager"))
+            .args(["serve", "--mode", "kubernetes", "--namespace", &ns, "--config"])
+            .arg(dir.path().join("config.yaml"))
+            .arg("--publish-ca")
+            .arg(dir.path().join("ca.crt"))
+            .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+            .env("KUBECONFIG", cluster.var("KUBECONFIG"))
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    eventually("the cert-manager listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr).ok()).await;
+    let args = |token_file: &str, names: &[&str]| TlsArgs {
+        tls_cert_file: None,
+        tls_key_file: None,
+        self_signed_ca_file: None,
+        self_signed_sans: vec![],
+        cert_manager_url: Some(format!("https://127.0.0.1:{}", addr.port())),
+        cert_manager_ca_file: Some(dir.path().join("ca.crt")),
+        cert_manager_token_file: Some(dir.path().join(token_file)),
+        cert_names: names.iter().map(|s| s.to_string()).collect(),
+        cert_lifetime: Duration::from_secs(0),
+        tls_reload_interval: Duration::from_secs(2),
+    };
+
+    let issued = issue(&args("token", &[&format!("webhook.{ns}.svc"), "127.0.0.1"])).await.unwrap();
+    let secret_ca =
+        ok(cluster.kubectl(&["get", "secret", "portcullis-webhook-ca", "-n", &ns, "-o", "jsonpath={.data.tls\\.crt}"]));
+    use base64::Engine as _;
+    let secret_ca =
+        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(secret_ca.trim()).unwrap()).unwrap();
+    assert_eq!(issued.ca_bundle_pem, secret_ca, "the trust bundle is the CA kept in the Secret");
+    assert!(
+        !ok(cluster.kubectl(&[
+            "get",
+            "secret",
+            "portcullis-webhook-ca",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.data.tls\\.key}"
+        ]))
+        .is_empty()
+    );
+    // The finished CSR object is gone.
+    let left = ok(cluster.kubectl(&[
+        "get",
+        "csr",
+        "-o",
+        "jsonpath={.items[*].metadata.annotations.portcullis\\.dev/identity}",
+    ]));
+    assert!(!left.contains(&format!("{ns}/webhook")), "CSR objects left behind: {left}");
+
+    match issue(&args("wrong-token", &[&format!("webhook.{ns}.svc")])).await {
+        Err(IssueError::Refused { code, message }) => {
+            assert_eq!(code, tonic::Code::Unauthenticated);
+            assert!(message.contains("audience portcullis-cert-manager"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    match issue(&args("token", &["kubernetes.default.svc"])).await {
+        Err(IssueError::Refused { code, message }) => {
+            assert_eq!(code, tonic::Code::PermissionDenied);
+            assert!(
+                message.contains(&format!("{ns}/webhook may not have the name kubernetes.default.svc")),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}

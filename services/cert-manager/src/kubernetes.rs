@@ -1,0 +1,242 @@
+//! Kubernetes mode: callers authenticated with TokenReview, requests turned
+//! into CertificateSigningRequests that the cert-manager approves and waits
+//! on, and (for its own signer name) the signer that signs approved CSRs
+//! with a CA kept in a Secret.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::ca::{CaError, LocalCa};
+use crate::checks::Approved;
+
+/// The signer name the cert-manager signs for itself.
+pub const OWN_SIGNER: &str = "portcullis.dev/webhook-serving";
+
+/// What can go wrong talking to the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    /// An API call failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// Which call.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// The CSR was denied or failed, or not signed in time.
+    #[error("CertificateSigningRequest {name}: {reason}")]
+    Csr {
+        /// The CSR object's name.
+        name: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The CA in the Secret is unusable.
+    #[error(transparent)]
+    Ca(#[from] CaError),
+}
+
+fn api_err(what: &'static str) -> impl FnOnce(kube::Error) -> KubeError {
+    move |source| KubeError::Api { what, source }
+}
+
+/// The identity (`namespace/serviceaccount`) of a ServiceAccount token
+/// issued for `audience`, or `None` when the API server does not vouch for it.
+pub async fn review_token(client: &kube::Client, token: &str, audience: &str) -> Result<Option<String>, KubeError> {
+    let review = TokenReview {
+        spec: TokenReviewSpec { token: token.to_owned(), audiences: Some(vec![audience.to_owned()]) },
+        ..TokenReview::default()
+    };
+    let reviewed = Api::<TokenReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .map_err(api_err("TokenReview"))?;
+    let Some(status) = reviewed.status else { return Ok(None) };
+    let audience_ok = status.audiences.unwrap_or_default().iter().any(|a| a == audience);
+    if status.authenticated != Some(true) || !audience_ok {
+        return Ok(None);
+    }
+    let username = status.user.and_then(|u| u.username).unwrap_or_default();
+    Ok(username.strip_prefix("system:serviceaccount:").map(|rest| rest.replacen(':', "/", 1)))
+}
+
+/// Creates a CSR for `csr_pem`, approves it, waits for the certificate
+/// (up to `timeout`), deletes the CSR and returns the certificate PEM.
+pub async fn issue_through_csr(
+    client: &kube::Client,
+    signer_name: &str,
+    csr_pem: &str,
+    approved: &Approved,
+    identity: &str,
+    timeout: Duration,
+) -> Result<String, KubeError> {
+    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let rsa = approved.params.key_usages.contains(&rcgen::KeyUsagePurpose::KeyEncipherment);
+    let mut usages = vec!["digital signature".to_owned(), "server auth".to_owned()];
+    if rsa {
+        usages.insert(1, "key encipherment".to_owned());
+    }
+    let csr = CertificateSigningRequest {
+        metadata: ObjectMeta {
+            generate_name: Some("portcullis-".into()),
+            annotations: Some(BTreeMap::from([("portcullis.dev/identity".to_owned(), identity.to_owned())])),
+            ..ObjectMeta::default()
+        },
+        spec: CertificateSigningRequestSpec {
+            request: ByteString(csr_pem.as_bytes().to_vec()),
+            signer_name: signer_name.to_owned(),
+            usages: Some(usages),
+            expiration_seconds: i32::try_from(approved.lifetime.as_secs()).ok(),
+            ..CertificateSigningRequestSpec::default()
+        },
+        status: None,
+    };
+    let created =
+        api.create(&PostParams::default(), &csr).await.map_err(api_err("create CertificateSigningRequest"))?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    let result = approve_and_wait(&api, &name, identity, timeout).await;
+    // Finished or not, the object has served its purpose.
+    if let Err(err) = api.delete(&name, &DeleteParams::default()).await {
+        tracing::warn!(csr = %name, error = %err, "could not delete a finished CertificateSigningRequest");
+    }
+    result
+}
+
+async fn approve_and_wait(
+    api: &Api<CertificateSigningRequest>,
+    name: &str,
+    identity: &str,
+    timeout: Duration,
+) -> Result<String, KubeError> {
+    let approval = json!({"status": {"conditions": [{
+        "type": "Approved", "status": "True", "reason": "PortcullisApproved",
+        "message": format!("checked and approved by the Portcullis cert-manager for {identity}"),
+    }]}});
+    api.patch_subresource("approval", name, &PatchParams::default(), &Patch::Merge(&approval))
+        .await
+        .map_err(api_err("approve CertificateSigningRequest"))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let csr = api.get(name).await.map_err(api_err("read CertificateSigningRequest"))?;
+        let status = csr.status.unwrap_or_default();
+        if let Some(cert) = status.certificate.filter(|c| !c.0.is_empty()) {
+            return String::from_utf8(cert.0)
+                .map_err(|_| KubeError::Csr { name: name.to_owned(), reason: "the certificate is not PEM".into() });
+        }
+        if let Some(c) =
+            status.conditions.unwrap_or_default().iter().find(|c| c.type_ == "Denied" || c.type_ == "Failed")
+        {
+            let reason = format!(
+                "{} ({}): {}",
+                c.type_,
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default()
+            );
+            return Err(KubeError::Csr { name: name.to_owned(), reason });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(KubeError::Csr {
+                name: name.to_owned(),
+                reason: format!("approved, but no certificate after {} s (is its signer running?)", timeout.as_secs()),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The CA of the cert-manager's own signer, kept in a Secret (`tls.crt`,
+/// `tls.key`), made on first start. Replicas starting at once cannot make
+/// two: creation fails for all but one, and the others read its Secret.
+pub async fn ca_from_secret(client: &kube::Client, namespace: &str, name: &str) -> Result<LocalCa, KubeError> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for _ in 0..2 {
+        if let Some(secret) = secrets.get_opt(name).await.map_err(api_err("read the CA Secret"))? {
+            let data = secret.data.unwrap_or_default();
+            let field = |k: &str| data.get(k).map(|b| String::from_utf8_lossy(&b.0).into_owned()).unwrap_or_default();
+            return Ok(LocalCa::from_pem(&field("tls.crt"), &field("tls.key"))?);
+        }
+        let (cert, key) = LocalCa::generate()?;
+        let secret = Secret {
+            metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+            type_: Some("kubernetes.io/tls".into()),
+            data: Some(BTreeMap::from([
+                ("tls.crt".to_owned(), ByteString(cert.clone().into_bytes())),
+                ("tls.key".to_owned(), ByteString(key.clone().into_bytes())),
+            ])),
+            ..Secret::default()
+        };
+        match secrets.create(&PostParams::default(), &secret).await {
+            Ok(_) => {
+                tracing::info!(%namespace, %name, "made a new CA and stored it in its Secret");
+                return Ok(LocalCa::from_pem(&cert, &key)?);
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => continue, // another replica won; read its CA
+            Err(e) => return Err(api_err("create the CA Secret")(e)),
+        }
+    }
+    Err(KubeError::Csr { name: name.into(), reason: "the CA Secret keeps changing".into() })
+}
+
+/// Signs every approved, unsigned CSR of `signer_name` with `ca`, until
+/// `shutdown`. Only server-auth leaf certificates are signed; anything else
+/// is marked Failed with the reason.
+pub async fn run_signer(client: kube::Client, signer_name: String, ca: Arc<LocalCa>, shutdown: CancellationToken) {
+    let api: Api<CertificateSigningRequest> = Api::all(client);
+    let stream = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects();
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        let csr = tokio::select! {
+            item = stream.next() => match item {
+                Some(Ok(csr)) => csr,
+                Some(Err(err)) => {
+                    tracing::warn!(error = %err, "watching CertificateSigningRequests failed; retrying");
+                    continue;
+                }
+                None => return,
+            },
+            _ = shutdown.cancelled() => return,
+        };
+        if csr.spec.signer_name != signer_name {
+            continue;
+        }
+        let status = csr.status.clone().unwrap_or_default();
+        let conditions = status.conditions.unwrap_or_default();
+        let approved = conditions.iter().any(|c| c.type_ == "Approved" && c.status == "True");
+        let finished = conditions.iter().any(|c| c.type_ == "Denied" || c.type_ == "Failed");
+        if !approved || finished || status.certificate.is_some_and(|c| !c.0.is_empty()) {
+            continue;
+        }
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let span = tracing::info_span!("sign", csr = %name);
+        let _entered = span.enter();
+        let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds) {
+            Ok(pem) => json!({"status": {"certificate": base64(pem.as_bytes())}}),
+            Err(reason) => {
+                tracing::warn!(csr = %name, %reason, "refusing to sign");
+                json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PortcullisRefused", "message": reason}]}})
+            }
+        };
+        if let Err(err) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!(csr = %name, error = %err, "could not write the signed certificate");
+        } else {
+            tracing::info!(csr = %name, "signed");
+        }
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
