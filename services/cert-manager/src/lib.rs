@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ca;
+pub mod ca_bundle;
 pub mod checks;
 pub mod cli;
 pub mod config;

@@ -64,6 +64,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         std::fs::write(path, ca.bundle_pem()).with_context(|| format!("publishing the CA to {}", path.display()))?;
     }
     let (_bundle_updates, bundle) = watch::channel(TrustBundle { ca_bundle_pem: trust, generation: 1 });
+    if let Backend::Kubernetes { client, .. } = &backend {
+        tokio::spawn(crate::ca_bundle::run(client.clone(), bundle.clone(), shutdown.clone()));
+    }
     let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
 
     let issue_metrics = Arc::new(IssueMetrics::default());

@@ -205,6 +205,43 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     ]));
     assert!(!left.contains(&format!("{ns}/webhook")), "CSR objects left behind: {left}");
 
+    // The caBundle controller: a labelled configuration gets the trust
+    // bundle, and gets it back after a manual edit; an unlabelled one is
+    // left alone.
+    let config = |name: &str, labelled: bool| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: {name}\n  labels: {{{}}}\n\
+             webhooks:\n  - name: check.{name}.example.com\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Ignore\n\
+             \x20   clientConfig: {{url: 'https://127.0.0.1:1/validate'}}\n    rules: [{{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}}]\n",
+            if labelled { "portcullis.dev/inject-ca: \"true\"" } else { "" }
+        )
+    };
+    let (labelled, plain) = (format!("{ns}-labelled"), format!("{ns}-plain"));
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(&labelled, true)));
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(&plain, false)));
+    let bundle_of = |name: &str| {
+        let out = cluster.kubectl(&[
+            "get",
+            "validatingwebhookconfiguration",
+            name,
+            "-o",
+            "jsonpath={.webhooks[0].clientConfig.caBundle}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let expected = base64::engine::general_purpose::STANDARD.encode(&secret_ca);
+    eventually("caBundle set", Duration::from_secs(30), || (bundle_of(&labelled) == expected).then_some(())).await;
+    ok(cluster.kubectl(&[
+        "patch",
+        "validatingwebhookconfiguration",
+        &labelled,
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#,
+    ]));
+    eventually("caBundle repaired", Duration::from_secs(30), || (bundle_of(&labelled) == expected).then_some(())).await;
+    assert_eq!(bundle_of(&plain), "", "an unlabelled configuration is not touched");
+
     match issue(&args("wrong-token", &[&format!("webhook.{ns}.svc")])).await {
         Err(IssueError::Refused { code, message }) => {
             assert_eq!(code, tonic::Code::Unauthenticated);
