@@ -131,15 +131,26 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
 /// the CA it keeps in a Secret, and cleaned up.
 #[tokio::test]
 async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
-    use portcullis_e2e::{ok, unique};
+    use portcullis_e2e::ok;
     use portcullis_server::args::TlsArgs;
     use portcullis_server::cert_manager::{IssueError, issue};
 
     let cluster = cluster();
-    let ns = unique("certs");
+    // The cert-manager runs as its ServiceAccount with exactly the RBAC
+    // that deploy/ grants it, not as cluster-admin.
+    let ns = "portcullis-system".to_owned();
     ok(cluster.kubectl(&["create", "namespace", &ns]));
+    let rbac = ok(cluster.kubectl(&["kustomize", repo().join("deploy/base/cert-manager").to_str().unwrap()]));
+    ok(cluster.kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &rbac));
     ok(cluster.kubectl(&["create", "serviceaccount", "webhook", "-n", &ns]));
     let dir = tempfile::tempdir().unwrap();
+    let own_token = ok(cluster.kubectl(&["create", "token", "portcullis-cert-manager", "-n", &ns]));
+    let mut kubeconfig = kube::config::Kubeconfig::read_from(cluster.var("KUBECONFIG")).unwrap();
+    for auth in &mut kubeconfig.auth_infos {
+        auth.auth_info =
+            Some(kube::config::AuthInfo { token: Some(own_token.trim().to_owned().into()), ..Default::default() });
+    }
+    std::fs::write(dir.path().join("kubeconfig"), serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
     let token =
         ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "portcullis-cert-manager"]));
     std::fs::write(dir.path().join("token"), token.trim()).unwrap();
@@ -158,7 +169,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             .arg("--publish-ca")
             .arg(dir.path().join("ca.crt"))
             .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
-            .env("KUBECONFIG", cluster.var("KUBECONFIG"))
+            .env("KUBECONFIG", dir.path().join("kubeconfig"))
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap(),
@@ -216,9 +227,11 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             if labelled { "portcullis.dev/inject-ca: \"true\"" } else { "" }
         )
     };
-    let (labelled, plain) = (format!("{ns}-labelled"), format!("{ns}-plain"));
-    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(&labelled, true)));
-    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(&plain, false)));
+    // RBAC lets it patch only Portcullis's own configurations, by name.
+    let (labelled, plain, foreign) = ("portcullis-validator", "unlabelled", "someone-elses");
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(labelled, true)));
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(plain, false)));
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &config(foreign, true)));
     let bundle_of = |name: &str| {
         let out = cluster.kubectl(&[
             "get",
@@ -230,17 +243,53 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let expected = base64::engine::general_purpose::STANDARD.encode(&secret_ca);
-    eventually("caBundle set", Duration::from_secs(30), || (bundle_of(&labelled) == expected).then_some(())).await;
+    eventually("caBundle set", Duration::from_secs(30), || (bundle_of(labelled) == expected).then_some(())).await;
     ok(cluster.kubectl(&[
         "patch",
         "validatingwebhookconfiguration",
-        &labelled,
+        labelled,
         "--type=json",
         "-p",
         r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#,
     ]));
-    eventually("caBundle repaired", Duration::from_secs(30), || (bundle_of(&labelled) == expected).then_some(())).await;
-    assert_eq!(bundle_of(&plain), "", "an unlabelled configuration is not touched");
+    eventually("caBundle repaired", Duration::from_secs(30), || (bundle_of(labelled) == expected).then_some(())).await;
+    assert_eq!(bundle_of(plain), "", "an unlabelled configuration is not touched");
+    assert_eq!(bundle_of(foreign), "", "another team's configuration is out of the cert-manager's reach");
+
+    // What deploy/ lets it do, as the API server's authorizer sees it.
+    let can_i = |verb: &str, resource: &str| {
+        let out = cluster.kubectl(&[
+            "auth",
+            "can-i",
+            verb,
+            resource,
+            "--as=system:serviceaccount:portcullis-system:portcullis-cert-manager",
+            "-n",
+            "portcullis-system",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim() == "yes"
+    };
+    // Signer names contain a slash, which `kubectl auth can-i` cannot take
+    // as a resource name: ask with a SubjectAccessReview.
+    let may = |verb: &str, signer: &str| {
+        let review = format!(
+            r#"{{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {{
+                "user": "system:serviceaccount:portcullis-system:portcullis-cert-manager",
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:portcullis-system", "system:authenticated"],
+                "resourceAttributes": {{"group": "certificates.k8s.io", "resource": "signers", "verb": "{verb}", "name": "{signer}"}}}}}}"#
+        );
+        ok(cluster.kubectl_stdin(&["create", "-f", "-", "-o", "jsonpath={.status.allowed}"], &review)).trim() == "true"
+    };
+    assert!(may("sign", "portcullis.dev/webhook-serving"));
+    assert!(may("approve", "portcullis.dev/webhook-serving"));
+    assert!(!may("sign", "kubernetes.io/kubelet-serving"), "must not sign for another signer");
+    assert!(!may("approve", "kubernetes.io/kube-apiserver-client"), "must not approve for another signer");
+    assert!(can_i("get", "secrets/portcullis-webhook-ca"));
+    assert!(!can_i("get", "secrets/other-secret"), "must not read other Secrets");
+    assert!(!can_i("list", "secrets"));
+    assert!(can_i("patch", "validatingwebhookconfigurations/portcullis-validator"));
+    assert!(!can_i("patch", "validatingwebhookconfigurations/someone-elses"));
+    assert!(!can_i("create", "pods"));
 
     match issue(&args("wrong-token", &[&format!("webhook.{ns}.svc")])).await {
         Err(IssueError::Refused { code, message }) => {
