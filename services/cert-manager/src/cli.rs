@@ -54,6 +54,11 @@ pub struct Serve {
     /// Kubernetes: the Secret holding the CA of the own signer, made on first start.
     #[arg(long, env = "PORTCULLIS_CA_SECRET", default_value = "portcullis-webhook-ca")]
     pub ca_secret: String,
+    /// Kubernetes: a ConfigMap (in `--namespace`) where the CA certificate
+    /// (not its key) is published as `ca.crt`, for the webhooks to trust the
+    /// cert-manager's own TLS.
+    #[arg(long, env = "PORTCULLIS_CA_CONFIGMAP", default_value = "portcullis-webhook-ca-bundle")]
+    pub ca_configmap: String,
     /// Kubernetes: the signerName of the CSRs. With the default the
     /// cert-manager signs them itself; with any other (say
     /// `kubernetes.io/kubelet-serving`) it creates, approves and waits.

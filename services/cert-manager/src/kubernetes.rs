@@ -189,6 +189,36 @@ pub async fn ca_from_secret(client: &kube::Client, namespace: &str, name: &str) 
     Err(KubeError::Csr { name: name.into(), reason: "the CA Secret keeps changing".into() })
 }
 
+/// Publishes the CA certificate (never the key) as `ca.crt` in ConfigMap
+/// `namespace/name`, creating or updating it.
+pub async fn publish_ca(client: &kube::Client, namespace: &str, name: &str, ca_pem: &str) -> Result<(), KubeError> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let desired = BTreeMap::from([("ca.crt".to_owned(), ca_pem.to_owned())]);
+    match maps.get_opt(name).await.map_err(api_err("read the CA ConfigMap"))? {
+        Some(existing) if existing.data.as_ref() == Some(&desired) => Ok(()),
+        Some(_) => {
+            let patch = json!({"data": {"ca.crt": ca_pem}});
+            maps.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_err("update the CA ConfigMap"))?;
+            Ok(())
+        }
+        None => {
+            let map = ConfigMap {
+                metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+                data: Some(desired),
+                ..ConfigMap::default()
+            };
+            match maps.create(&PostParams::default(), &map).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Err(e) => Err(api_err("create the CA ConfigMap")(e)),
+            }
+        }
+    }
+}
+
 /// Signs every approved, unsigned CSR of `signer_name` with `ca`, until
 /// `shutdown`. Only server-auth leaf certificates are signed; anything else
 /// is marked Failed with the reason.

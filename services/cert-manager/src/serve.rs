@@ -35,6 +35,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
             let ca = Arc::new(
                 kubernetes::ca_from_secret(&client, &args.namespace, &args.ca_secret).await.context("the CA Secret")?,
             );
+            kubernetes::publish_ca(&client, &args.namespace, &args.ca_configmap, ca.bundle_pem())
+                .await
+                .context("publishing the CA certificate")?;
             let trust = if args.signer_name == kubernetes::OWN_SIGNER {
                 // The cert-manager is the signer: sign what it approved.
                 tokio::spawn(kubernetes::run_signer(

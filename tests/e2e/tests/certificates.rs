@@ -195,6 +195,16 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     let secret_ca =
         String::from_utf8(base64::engine::general_purpose::STANDARD.decode(secret_ca.trim()).unwrap()).unwrap();
     assert_eq!(issued.ca_bundle_pem, secret_ca, "the trust bundle is the CA kept in the Secret");
+    let published = ok(cluster.kubectl(&[
+        "get",
+        "configmap",
+        "portcullis-webhook-ca-bundle",
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]));
+    assert_eq!(published.trim(), secret_ca.trim(), "the CA certificate, not its key, is published for the webhooks");
     assert!(
         !ok(cluster.kubectl(&[
             "get",

@@ -58,28 +58,6 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     ok(cluster()
         .kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &deployment.replace("NS", "portcullis-system")));
 
-    // The interim certificate script fills the Secrets and the caBundles.
-    let kubectl = std::path::Path::new(cluster().var("PORTCULLIS_CP_BIN")).join("kubectl");
-    let script = std::process::Command::new(repo().join("scripts/webhook-certs.sh"))
-        .env("KUBECTL", kubectl)
-        .env("KUBECONFIG", cluster().var("KUBECONFIG"))
-        .output()
-        .unwrap();
-    ok(script);
-    for secret in ["portcullis-injector-tls", "portcullis-validator-tls"] {
-        let kind =
-            ok(cluster().kubectl(&["get", "secret", secret, "-n", "portcullis-system", "-o", "jsonpath={.type}"]));
-        assert_eq!(kind, "kubernetes.io/tls");
-    }
-    let bundle = ok(cluster().kubectl(&[
-        "get",
-        "validatingwebhookconfiguration",
-        "portcullis-validator",
-        "-o",
-        "jsonpath={.webhooks[0].clientConfig.caBundle}",
-    ]));
-    assert!(bundle.len() > 100, "caBundle set: {bundle}");
-
     // Least privilege, as the API server's authorizer sees it.
     assert!(can_i("portcullis-validator", "list", "namespaces"));
     assert!(can_i("portcullis-validator", "watch", "namespaces"));
@@ -92,6 +70,10 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     ] {
         assert!(!can_i("portcullis-validator", verb, resource), "validator must not {verb} {resource}");
     }
+    // The webhooks' projected token is for the cert-manager's audience.
+    let rendered = render("prod");
+    assert!(rendered.contains("audience: portcullis-cert-manager"), "projected token for the cert-manager");
+    assert!(!rendered.contains("secretName: portcullis-injector-tls"), "no certificate Secret to hand-make");
     for (verb, resource) in [("get", "pods"), ("list", "namespaces"), ("get", "secrets"), ("get", "configmaps")] {
         assert!(!can_i("portcullis-injector", verb, resource), "injector must not {verb} {resource}");
     }
