@@ -59,6 +59,13 @@ pub struct Serve {
     /// cert-manager's own TLS.
     #[arg(long, env = "PORTCULLIS_CA_CONFIGMAP", default_value = "portcullis-webhook-ca-bundle")]
     pub ca_configmap: String,
+    /// Kubernetes: the Lease (in `--namespace`) that elects the replica
+    /// running the signer and the caBundle controller.
+    #[arg(long, env = "PORTCULLIS_LEASE", default_value = "portcullis-cert-manager")]
+    pub lease: String,
+    /// Kubernetes: this replica's name in the Lease (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub pod_name: Option<String>,
     /// Kubernetes: the signerName of the CSRs. With the default the
     /// cert-manager signs them itself; with any other (say
     /// `kubernetes.io/kubelet-serving`) it creates, approves and waits.

@@ -19,4 +19,5 @@ pub mod cli;
 pub mod config;
 pub mod grpc;
 pub mod kubernetes;
+pub mod leader;
 pub mod serve;

@@ -39,13 +39,6 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 .await
                 .context("publishing the CA certificate")?;
             let trust = if args.signer_name == kubernetes::OWN_SIGNER {
-                // The cert-manager is the signer: sign what it approved.
-                tokio::spawn(kubernetes::run_signer(
-                    client.clone(),
-                    args.signer_name.clone(),
-                    ca.clone(),
-                    shutdown.clone(),
-                ));
                 ca.bundle_pem().to_owned()
             } else {
                 let file = args
@@ -67,8 +60,28 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         std::fs::write(path, ca.bundle_pem()).with_context(|| format!("publishing the CA to {}", path.display()))?;
     }
     let (_bundle_updates, bundle) = watch::channel(TrustBundle { ca_bundle_pem: trust, generation: 1 });
-    if let Backend::Kubernetes { client, .. } = &backend {
-        tokio::spawn(crate::ca_bundle::run(client.clone(), bundle.clone(), shutdown.clone()));
+    if let Backend::Kubernetes { client, signer_name, .. } = &backend {
+        // One replica (the Lease holder) signs and keeps caBundles; every
+        // replica serves gRPC.
+        let (client, bundle, ca) = (client.clone(), bundle.clone(), ca.clone());
+        let own_signer = (signer_name == kubernetes::OWN_SIGNER).then(|| signer_name.clone());
+        let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
+        tokio::spawn(crate::leader::run(
+            client.clone(),
+            args.namespace.clone(),
+            args.lease.clone(),
+            identity,
+            shutdown.clone(),
+            move |leading| {
+                let (client, bundle, ca, own_signer) = (client.clone(), bundle.clone(), ca.clone(), own_signer.clone());
+                async move {
+                    if let Some(signer) = own_signer {
+                        tokio::spawn(kubernetes::run_signer(client.clone(), signer, ca, leading.clone()));
+                    }
+                    crate::ca_bundle::run(client, bundle, leading).await;
+                }
+            },
+        ));
     }
     let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
 

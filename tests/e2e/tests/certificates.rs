@@ -318,4 +318,52 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // Leader election: this replica holds the Lease; a second replica
+    // serves gRPC but waits, and takes over when the first goes away.
+    let holder = || {
+        let out = cluster.kubectl(&[
+            "get",
+            "lease",
+            "portcullis-cert-manager",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let first = eventually("a leader", Duration::from_secs(20), || Some(holder()).filter(|h| !h.is_empty())).await;
+    let (addr2, admin2) = (free_addr(), free_addr());
+    let second = Process(
+        Command::new(binaries().join("portcullis-cert-manager"))
+            .args(["serve", "--mode", "kubernetes", "--namespace", &ns, "--config"])
+            .arg(dir.path().join("config.yaml"))
+            .args(["--listen", &addr2.to_string(), "--admin-listen", &admin2.to_string()])
+            .env("KUBECONFIG", dir.path().join("kubeconfig"))
+            .env("POD_NAME", "replica-two")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually("the second replica listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr2).ok())
+        .await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(holder(), first, "the second replica must not take a held lease");
+    drop(_cert_manager);
+    eventually("the second replica takes over", Duration::from_secs(40), || (holder() == "replica-two").then_some(()))
+        .await;
+    // ...and now it is the one that repairs caBundles.
+    ok(cluster.kubectl(&[
+        "patch",
+        "validatingwebhookconfiguration",
+        labelled,
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#,
+    ]));
+    eventually("caBundle repaired by the new leader", Duration::from_secs(30), || {
+        (bundle_of(labelled) == expected).then_some(())
+    })
+    .await;
+    drop(second);
 }
