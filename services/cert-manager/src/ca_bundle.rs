@@ -10,6 +10,7 @@ use portcullis_proto::certs::v1::TrustBundle;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 /// The label that opts a webhook configuration in.
 pub const LABEL: &str = "portcullis.dev/inject-ca=true";
@@ -83,7 +84,11 @@ async fn repair(api: &Api<DynamicObject>, object: &DynamicObject, desired: &str)
         Ok(p) => p,
         Err(err) => return tracing::error!(error = %err, "building the caBundle patch"),
     };
-    match api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+    let patched = api
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .instrument(tracing::info_span!("patch caBundle", otel.kind = "client", configuration = %name))
+        .await;
+    match patched {
         Ok(_) => tracing::info!(configuration = %name, "caBundle set to the current trust bundle"),
         Err(err) => tracing::warn!(configuration = %name, error = %err, "could not set caBundle"),
     }

@@ -16,6 +16,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::ca::{CaError, LocalCa};
 use crate::checks::Approved;
@@ -61,6 +62,7 @@ pub async fn review_token(client: &kube::Client, token: &str, audience: &str) ->
     };
     let reviewed = Api::<TokenReview>::all(client.clone())
         .create(&PostParams::default(), &review)
+        .instrument(tracing::info_span!("TokenReview", otel.kind = "client"))
         .await
         .map_err(api_err("TokenReview"))?;
     let Some(status) = reviewed.status else { return Ok(None) };
@@ -91,7 +93,7 @@ pub async fn issue_through_csr(
     let csr = CertificateSigningRequest {
         metadata: ObjectMeta {
             generate_name: Some("portcullis-".into()),
-            annotations: Some(BTreeMap::from([("portcullis.dev/identity".to_owned(), identity.to_owned())])),
+            annotations: Some(annotations(identity)),
             ..ObjectMeta::default()
         },
         spec: CertificateSigningRequestSpec {
@@ -103,16 +105,40 @@ pub async fn issue_through_csr(
         },
         status: None,
     };
-    let created =
-        api.create(&PostParams::default(), &csr).await.map_err(api_err("create CertificateSigningRequest"))?;
+    let created = api
+        .create(&PostParams::default(), &csr)
+        .instrument(tracing::info_span!("create CertificateSigningRequest", otel.kind = "client"))
+        .await
+        .map_err(api_err("create CertificateSigningRequest"))?;
     let name = created.metadata.name.clone().unwrap_or_default();
-    let result = approve_and_wait(&api, &name, identity, timeout).await;
+    let result = approve_and_wait(&api, &name, identity, timeout)
+        .instrument(tracing::info_span!("approve and wait", csr = %name))
+        .await;
     // Finished or not, the object has served its purpose.
-    if let Err(err) = api.delete(&name, &DeleteParams::default()).await {
+    let deleted = api
+        .delete(&name, &DeleteParams::default())
+        .instrument(tracing::info_span!("delete CertificateSigningRequest", otel.kind = "client"))
+        .await;
+    if let Err(err) = deleted {
         tracing::warn!(csr = %name, error = %err, "could not delete a finished CertificateSigningRequest");
     }
     result
 }
+
+/// The CSR's annotations: who asked, and the trace context, so that the
+/// signer's span (possibly in another replica) joins the caller's trace.
+fn annotations(identity: &str) -> BTreeMap<String, String> {
+    let mut headers = http::HeaderMap::new();
+    portcullis_telemetry::inject_context(&mut headers);
+    let mut out = BTreeMap::from([("portcullis.dev/identity".to_owned(), identity.to_owned())]);
+    if let Some(parent) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
+        out.insert(TRACEPARENT.to_owned(), parent.to_owned());
+    }
+    out
+}
+
+/// Where a CSR carries the trace context of the request that made it.
+const TRACEPARENT: &str = "portcullis.dev/traceparent";
 
 async fn approve_and_wait(
     api: &Api<CertificateSigningRequest>,
@@ -249,20 +275,35 @@ pub async fn run_signer(client: kube::Client, signer_name: String, ca: Arc<Local
             continue;
         }
         let name = csr.metadata.name.clone().unwrap_or_default();
-        let span = tracing::info_span!("sign", csr = %name);
-        let _entered = span.enter();
-        let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds) {
-            Ok(pem) => json!({"status": {"certificate": base64(pem.as_bytes())}}),
-            Err(reason) => {
-                tracing::warn!(csr = %name, %reason, "refusing to sign");
-                json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PortcullisRefused", "message": reason}]}})
+        let span =
+            tracing::info_span!("sign", csr = %name, trace_id = tracing::field::Empty, span_id = tracing::field::Empty);
+        if let Some(parent) = csr.metadata.annotations.as_ref().and_then(|a| a.get(TRACEPARENT)) {
+            let mut headers = http::HeaderMap::new();
+            if let Ok(value) = parent.parse() {
+                headers.insert("traceparent", value);
             }
-        };
-        if let Err(err) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!(csr = %name, error = %err, "could not write the signed certificate");
-        } else {
-            tracing::info!(csr = %name, "signed");
+            portcullis_telemetry::continue_trace(&span, &headers);
         }
+        sign_one(&api, &ca, &csr, &name).instrument(span).await;
+    }
+}
+
+/// Signs (or refuses) one approved CSR and writes the result to its status.
+async fn sign_one(api: &Api<CertificateSigningRequest>, ca: &LocalCa, csr: &CertificateSigningRequest, name: &str) {
+    let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds) {
+        Ok(pem) => json!({"status": {"certificate": base64(pem.as_bytes())}}),
+        Err(reason) => {
+            tracing::warn!(csr = %name, %reason, "refusing to sign");
+            json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PortcullisRefused", "message": reason}]}})
+        }
+    };
+    let written = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .instrument(tracing::info_span!("write CertificateSigningRequest status", otel.kind = "client"))
+        .await;
+    match written {
+        Ok(_) => tracing::info!(csr = %name, "signed"),
+        Err(err) => tracing::warn!(csr = %name, error = %err, "could not write the signed certificate"),
     }
 }
 

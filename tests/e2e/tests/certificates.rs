@@ -170,6 +170,8 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             .arg(dir.path().join("ca.crt"))
             .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
             .env("KUBECONFIG", dir.path().join("kubeconfig"))
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap(),
@@ -217,6 +219,34 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         ]))
         .is_empty()
     );
+    // One trace: the issue span, the TokenReview, the CSR's creation,
+    // approval and deletion, and the signer's signature (joined through the
+    // CSR's trace-context annotation).
+    let url = format!(
+        "{}/api/traces?service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20",
+        cluster.var("PORTCULLIS_JAEGER_QUERY")
+    );
+    let operations = eventually("the issuance trace in Jaeger", Duration::from_secs(30), || {
+        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        body["data"].as_array()?.iter().find_map(|t| {
+            let ops: Vec<String> =
+                t["spans"].as_array()?.iter().filter_map(|s| s["operationName"].as_str().map(str::to_owned)).collect();
+            ops.iter().any(|o| o == "sign").then_some(ops)
+        })
+    })
+    .await;
+    for expected in [
+        "issue",
+        "TokenReview",
+        "create CertificateSigningRequest",
+        "approve and wait",
+        "sign",
+        "write CertificateSigningRequest status",
+        "delete CertificateSigningRequest",
+    ] {
+        assert!(operations.iter().any(|o| o == expected), "{expected} missing from {operations:?}");
+    }
     // The finished CSR object is gone.
     let left = ok(cluster.kubectl(&[
         "get",
