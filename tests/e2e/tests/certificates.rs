@@ -247,6 +247,62 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     ] {
         assert!(operations.iter().any(|o| o == expected), "{expected} missing from {operations:?}");
     }
+    // A webhook in front: one trace from the injector's certificate request
+    // through the cert-manager into the Kubernetes API calls and the signer.
+    let (hook, hook_admin) = (free_addr(), free_addr());
+    let _injector = Process(
+        Command::new(binaries().join("portcullis-injector"))
+            .arg("serve")
+            .arg("--config")
+            .arg(repo().join("deploy/base/config/injector.yaml"))
+            .args(["--listen", &hook.to_string(), "--admin-listen", &hook_admin.to_string()])
+            .args(["--cert-manager-url", &format!("https://127.0.0.1:{}", addr.port())])
+            .arg("--cert-manager-ca-file")
+            .arg(dir.path().join("ca.crt"))
+            .arg("--cert-manager-token-file")
+            .arg(dir.path().join("token"))
+            .args(["--cert-names", "127.0.0.1"])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+            .env("OTEL_SERVICE_NAME", "portcullis-injector")
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!(
+        "{}/api/traces?service=portcullis-injector&operation=request%20certificate&lookback=1h&limit=20",
+        cluster.var("PORTCULLIS_JAEGER_QUERY")
+    );
+    let services_and_ops = eventually("the webhook's issuance trace in Jaeger", Duration::from_secs(40), || {
+        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        body["data"].as_array()?.iter().find_map(|t| {
+            let processes = t["processes"].as_object()?;
+            let ops: Vec<(String, String)> = t["spans"]
+                .as_array()?
+                .iter()
+                .filter_map(|s| {
+                    let service = processes.get(s["processID"].as_str()?)?["serviceName"].as_str()?;
+                    Some((service.to_owned(), s["operationName"].as_str()?.to_owned()))
+                })
+                .collect();
+            ops.iter().any(|(_, o)| o == "sign").then_some(ops)
+        })
+    })
+    .await;
+    for (service, op) in [
+        ("portcullis-injector", "request certificate"),
+        ("portcullis-cert-manager", "issue"),
+        ("portcullis-cert-manager", "TokenReview"),
+        ("portcullis-cert-manager", "create CertificateSigningRequest"),
+        ("portcullis-cert-manager", "sign"),
+    ] {
+        assert!(
+            services_and_ops.iter().any(|(s, o)| s == service && o == op),
+            "{service}/{op} missing from {services_and_ops:?}"
+        );
+    }
+
     // The finished CSR object is gone.
     let left = ok(cluster.kubectl(&[
         "get",
