@@ -5,7 +5,7 @@
 ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-bookworm AS chef
-RUN cargo install cargo-chef --locked --version 0.1.73
+RUN cargo install cargo-chef --locked --version 0.1.78
 WORKDIR /src
 
 FROM chef AS planner
