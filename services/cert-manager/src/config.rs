@@ -13,17 +13,6 @@ const KIND: &str = "CertManagerConfig";
 /// The shortest lifetime the Kubernetes CSR API accepts (`expirationSeconds`).
 pub const MIN_LIFETIME: Duration = Duration::from_secs(600);
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)] // apiVersion, kind and metadata are checked by `documents::parse`
-struct Document {
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    metadata: Option<serde_json::Value>,
-    spec: Config,
-}
-
 /// The issuance rules.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -77,7 +66,7 @@ pub enum ConfigError {
 impl Config {
     /// Parses exactly one `CertManagerConfig` document from `sources`.
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, ConfigError> {
-        let mut docs = documents::parse::<Document>(sources, KIND)?;
+        let mut docs = documents::parse::<Config>(sources, KIND)?;
         if docs.len() != 1 {
             return Err(ConfigError::Invalid(format!("expected one {KIND} document, found {}", docs.len())));
         }

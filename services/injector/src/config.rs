@@ -25,18 +25,6 @@ pub enum ConfigError {
 }
 
 /// One `InjectorConfig` document as written.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)] // apiVersion, kind and metadata are checked by `documents::parse`
-struct Document {
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    metadata: Option<Value>,
-    #[serde(default)]
-    spec: Spec,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Spec {
@@ -142,7 +130,7 @@ impl Config {
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, ConfigError> {
         let mut config = Config::default();
         let mut seen_defaults: BTreeMap<&'static str, String> = BTreeMap::new();
-        for (origin, document) in documents::parse::<Document>(sources, KIND)? {
+        for (origin, document) in documents::parse::<Spec>(sources, KIND)? {
             let spec = document.spec;
             for template in &spec.templates {
                 check_template(template).map_err(|m| origin.invalid(m))?;

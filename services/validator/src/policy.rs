@@ -35,21 +35,6 @@ pub enum PolicyError {
     },
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)] // apiVersion and kind are checked by `documents::parse`
-struct Document {
-    api_version: String,
-    kind: String,
-    metadata: Metadata,
-    spec: Spec,
-}
-
-#[derive(Debug, Deserialize)]
-struct Metadata {
-    name: String,
-}
-
 /// What a policy does with what it finds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub enum Action {
@@ -179,7 +164,7 @@ impl PolicySet {
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, PolicyError> {
         let mut policies: Vec<Policy> = Vec::new();
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
-        for (origin, doc) in documents::parse::<Document>(sources, KIND)? {
+        for (origin, doc) in documents::parse::<Spec>(sources, KIND)? {
             let name = doc.metadata.name;
             if name.trim().is_empty() {
                 return Err(origin.invalid("metadata.name is required").into());

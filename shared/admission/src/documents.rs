@@ -58,6 +58,32 @@ impl std::fmt::Display for Origin {
     }
 }
 
+/// A Portcullis configuration document: `apiVersion` and `kind` (checked by
+/// [`parse`]), `metadata`, and the kind's `spec`. Unknown top-level fields
+/// are refused, so a typo is an error rather than a silently ignored
+/// setting.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Document<S> {
+    #[allow(dead_code)] // checked by `parse` before the document is read
+    api_version: String,
+    #[allow(dead_code)] // checked by `parse` before the document is read
+    kind: String,
+    /// `metadata`; only `name` is read.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The kind's content.
+    pub spec: S,
+}
+
+/// The part of `metadata` Portcullis reads.
+#[derive(Debug, Default, Deserialize)]
+pub struct Metadata {
+    /// `metadata.name`.
+    #[serde(default)]
+    pub name: String,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TypeMeta {
@@ -68,12 +94,13 @@ struct TypeMeta {
 }
 
 /// Parses every non-empty document of every `(path, bytes)` source as a
-/// `kind` document of [`API_VERSION`]. Empty documents are skipped; a
-/// document of another kind or version is an error.
-pub fn parse<'a, T: DeserializeOwned>(
+/// `kind` document of [`API_VERSION`] with a `spec` of type `S`. Empty
+/// documents are skipped; a document of another kind or version is an
+/// error.
+pub fn parse<'a, S: DeserializeOwned>(
     sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
     kind: &str,
-) -> Result<Vec<(Origin, T)>, DocumentError> {
+) -> Result<Vec<(Origin, Document<S>)>, DocumentError> {
     let mut out = Vec::new();
     for (path, bytes) in sources {
         let file = path.display().to_string();

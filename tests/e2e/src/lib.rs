@@ -172,3 +172,26 @@ impl Drop for Process {
         let _ = self.0.wait();
     }
 }
+
+/// Traces from the control plane's Jaeger, `GET /api/traces?{query}`;
+/// empty while Jaeger has nothing (or does not answer), for polling.
+pub fn jaeger_traces(query: &str) -> Vec<serde_json::Value> {
+    let url = format!("{}/api/traces?{query}", cluster().var("PORTCULLIS_JAEGER_QUERY"));
+    let Ok(out) = Command::new("curl").args(["-fsS", &url]).output() else { return Vec::new() };
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    body["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// Every span of a Jaeger `trace` as `(service, operation)`.
+pub fn spans_of(trace: &serde_json::Value) -> Vec<(String, String)> {
+    let processes = trace["processes"].as_object().cloned().unwrap_or_default();
+    trace["spans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let service = processes.get(s["processID"].as_str()?)?["serviceName"].as_str()?;
+            Some((service.to_owned(), s["operationName"].as_str()?.to_owned()))
+        })
+        .collect()
+}

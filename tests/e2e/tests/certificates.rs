@@ -8,7 +8,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use portcullis_e2e::{Process, binaries, cluster, eventually, free_addr, repo};
+use portcullis_e2e::{Process, binaries, cluster, eventually, free_addr, jaeger_traces, repo, spans_of};
 
 #[tokio::test]
 async fn the_injector_serves_a_certificate_from_the_cert_manager() {
@@ -85,22 +85,13 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
 
     // The issuance is one trace: the injector's client span, the
     // cert-manager's `issue` span under it.
-    let url = format!(
-        "{}/api/traces?service=portcullis-cert-manager&operation=issue&lookback=1h&limit=5",
-        cluster().var("PORTCULLIS_JAEGER_QUERY")
-    );
     let trace = eventually("the issuance trace reaches Jaeger", Duration::from_secs(30), || {
-        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
-        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        body["data"]
-            .as_array()?
-            .iter()
-            .find(|t| {
-                t["processes"]
-                    .as_object()
-                    .is_some_and(|p| p.values().any(|p| p["serviceName"] == "portcullis-injector"))
-            })
-            .cloned()
+        // This test's caller only: the Kubernetes-mode test shares the Jaeger.
+        jaeger_traces(
+            "service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20&tags=%7B%22identity%22%3A%22injector%22%7D",
+        )
+        .into_iter()
+        .find(|t| spans_of(t).iter().any(|(service, _)| service == "portcullis-injector"))
     })
     .await;
     let spans = trace["spans"].as_array().unwrap();
@@ -222,20 +213,16 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     // One trace: the issue span, the TokenReview, the CSR's creation,
     // approval and deletion, and the signer's signature (joined through the
     // CSR's trace-context annotation).
-    let url = format!(
-        "{}/api/traces?service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20",
-        cluster.var("PORTCULLIS_JAEGER_QUERY")
-    );
-    let operations = eventually("the issuance trace in Jaeger", Duration::from_secs(30), || {
-        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
-        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        body["data"].as_array()?.iter().find_map(|t| {
-            let ops: Vec<String> =
-                t["spans"].as_array()?.iter().filter_map(|s| s["operationName"].as_str().map(str::to_owned)).collect();
-            ops.iter().any(|o| o == "sign").then_some(ops)
-        })
+    let operations: Vec<String> = eventually("the issuance trace in Jaeger", Duration::from_secs(30), || {
+        jaeger_traces("service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20")
+            .iter()
+            .map(spans_of)
+            .find(|spans| spans.iter().any(|(_, op)| op == "sign"))
     })
-    .await;
+    .await
+    .into_iter()
+    .map(|(_, op)| op)
+    .collect();
     for expected in [
         "issue",
         "TokenReview",
@@ -269,25 +256,11 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             .spawn()
             .unwrap(),
     );
-    let url = format!(
-        "{}/api/traces?service=portcullis-injector&operation=request%20certificate&lookback=1h&limit=20",
-        cluster.var("PORTCULLIS_JAEGER_QUERY")
-    );
     let services_and_ops = eventually("the webhook's issuance trace in Jaeger", Duration::from_secs(40), || {
-        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
-        let body: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        body["data"].as_array()?.iter().find_map(|t| {
-            let processes = t["processes"].as_object()?;
-            let ops: Vec<(String, String)> = t["spans"]
-                .as_array()?
-                .iter()
-                .filter_map(|s| {
-                    let service = processes.get(s["processID"].as_str()?)?["serviceName"].as_str()?;
-                    Some((service.to_owned(), s["operationName"].as_str()?.to_owned()))
-                })
-                .collect();
-            ops.iter().any(|(_, o)| o == "sign").then_some(ops)
-        })
+        jaeger_traces("service=portcullis-injector&operation=request%20certificate&lookback=1h&limit=20")
+            .iter()
+            .map(spans_of)
+            .find(|spans| spans.iter().any(|(_, op)| op == "sign"))
     })
     .await;
     for (service, op) in [

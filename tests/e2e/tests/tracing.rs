@@ -6,18 +6,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, eventually, ok, repo, unique};
+use portcullis_e2e::{cluster, eventually, jaeger_traces, ok, repo, unique};
 use serde_json::Value;
 
 /// Jaeger's traces of `service` whose spans carry tag `key=value`.
 fn traces(service: &str, key: &str, value: &str) -> Vec<Value> {
-    let url = format!(
-        "{}/api/traces?service={service}&lookback=1h&limit=20&tags=%7B%22{key}%22%3A%22{value}%22%7D",
-        cluster().var("PORTCULLIS_JAEGER_QUERY")
-    );
-    let out = std::process::Command::new("curl").args(["-fsS", &url]).output().unwrap();
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    body["data"].as_array().cloned().unwrap_or_default()
+    jaeger_traces(&format!("service={service}&lookback=1h&limit=20&tags=%7B%22{key}%22%3A%22{value}%22%7D"))
 }
 
 fn tags(span: &Value) -> HashMap<String, Value> {
