@@ -109,8 +109,10 @@ async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
 }
 
 /// Keeps `resolver` supplied from the cert-manager until `shutdown`.
+/// SIGHUP renews at once (say, after the CA was rotated).
 pub fn spawn(args: TlsArgs, resolver: Arc<CertResolver>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let mut hangup = hangup();
         let mut backoff = Duration::from_secs(1);
         loop {
             let wait = match issue(&args).await {
@@ -136,10 +138,36 @@ pub fn spawn(args: TlsArgs, resolver: Arc<CertResolver>, shutdown: CancellationT
             };
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
+                Some(()) = next_hangup(&mut hangup) => tracing::info!("SIGHUP: renewing the certificate now"),
                 _ = shutdown.cancelled() => return,
             }
         }
     })
+}
+
+#[cfg(unix)]
+type Hangup = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangup = Option<()>;
+
+#[cfg(unix)]
+fn hangup() -> Hangup {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+}
+
+#[cfg(not(unix))]
+fn hangup() -> Hangup {
+    None
+}
+
+/// The next SIGHUP; never, where there is none to wait for.
+async fn next_hangup(hangup: &mut Hangup) -> Option<()> {
+    #[cfg(unix)]
+    if let Some(signal) = hangup {
+        return signal.recv().await;
+    }
+    let _ = hangup;
+    std::future::pending().await
 }
 
 /// `wait` less up to a tenth, so that replicas do not renew in lockstep.

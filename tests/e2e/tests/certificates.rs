@@ -213,17 +213,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     // One trace: the issue span, the TokenReview, the CSR's creation,
     // approval and deletion, and the signer's signature (joined through the
     // CSR's trace-context annotation).
-    let operations: Vec<String> = eventually("the issuance trace in Jaeger", Duration::from_secs(30), || {
-        jaeger_traces("service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20")
-            .iter()
-            .map(spans_of)
-            .find(|spans| spans.iter().any(|(_, op)| op == "sign"))
-    })
-    .await
-    .into_iter()
-    .map(|(_, op)| op)
-    .collect();
-    for expected in [
+    let wanted = [
         "issue",
         "TokenReview",
         "create CertificateSigningRequest",
@@ -231,9 +221,16 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         "sign",
         "write CertificateSigningRequest status",
         "delete CertificateSigningRequest",
-    ] {
-        assert!(operations.iter().any(|o| o == expected), "{expected} missing from {operations:?}");
-    }
+    ];
+    // Spans arrive one batch at a time: wait for the whole trace.
+    eventually("the whole issuance trace in Jaeger", Duration::from_secs(30), || {
+        jaeger_traces("service=portcullis-cert-manager&operation=issue&lookback=1h&limit=20")
+            .iter()
+            .map(spans_of)
+            .find(|spans| wanted.iter().all(|w| spans.iter().any(|(_, op)| op == w)))
+    })
+    .await;
+
     // A webhook in front: one trace from the injector's certificate request
     // through the cert-manager into the Kubernetes API calls and the signer.
     let (hook, hook_admin) = (free_addr(), free_addr());
@@ -256,25 +253,72 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             .spawn()
             .unwrap(),
     );
-    let services_and_ops = eventually("the webhook's issuance trace in Jaeger", Duration::from_secs(40), || {
-        jaeger_traces("service=portcullis-injector&operation=request%20certificate&lookback=1h&limit=20")
-            .iter()
-            .map(spans_of)
-            .find(|spans| spans.iter().any(|(_, op)| op == "sign"))
-    })
-    .await;
-    for (service, op) in [
+    let wanted = [
         ("portcullis-injector", "request certificate"),
         ("portcullis-cert-manager", "issue"),
         ("portcullis-cert-manager", "TokenReview"),
         ("portcullis-cert-manager", "create CertificateSigningRequest"),
         ("portcullis-cert-manager", "sign"),
-    ] {
-        assert!(
-            services_and_ops.iter().any(|(s, o)| s == service && o == op),
-            "{service}/{op} missing from {services_and_ops:?}"
-        );
+    ];
+    // Spans arrive one batch at a time: wait for the whole trace.
+    eventually("the webhook's whole issuance trace in Jaeger", Duration::from_secs(40), || {
+        jaeger_traces("service=portcullis-injector&operation=request%20certificate&lookback=1h&limit=20")
+            .iter()
+            .map(spans_of)
+            .find(|spans| wanted.iter().all(|(svc, op)| spans.iter().any(|(s, o)| s == svc && o == op)))
+    })
+    .await;
+
+    // Pods keep being admitted while the webhook renews its certificate
+    // (SIGHUP forces it) under a loop of creates: zero failed creates.
+    ok(cluster.kubectl(&["create", "namespace", "renewal"]));
+    ok(cluster.kubectl(&["label", "namespace", "renewal", "e2e.portcullis.dev/case=renewal"]));
+    let mutating = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: portcullis-injector\n  labels: {{portcullis.dev/inject-ca: \"true\"}}\n\
+         webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
+         \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: renewal}}}}\n\
+         \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
+        hook.port()
+    );
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &mutating));
+    let dry_run = || {
+        let out =
+            cluster.kubectl(&["run", "probe", "--image=nginx", "-n", "renewal", "--dry-run=server", "-o", "json"]);
+        String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())
+    };
+    eventually("the injector is used with the caBundle the cert-manager set", Duration::from_secs(30), dry_run).await;
+    let issued = || {
+        let out = Command::new("curl").args(["-fsS", &format!("http://{admin}/metrics")]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix("portcullis_certs_issued_total "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or_default()
+    };
+    let before = issued();
+    let mut failed = Vec::new();
+    for i in 0..30 {
+        if i % 10 == 5 {
+            let pid = _injector.0.id().to_string();
+            assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+        }
+        let out = cluster.kubectl(&["run", &format!("p{i}"), "--image=nginx", "-n", "renewal"]);
+        if !out.status.success() {
+            failed.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
     }
+    assert!(failed.is_empty(), "creates failed during renewal: {failed:?}");
+    let renewals = issued() - before;
+    assert!(renewals >= 3, "three forced renewals, {renewals} seen");
+    let statuses = ok(cluster.kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        "renewal",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.annotations.portcullis\\.dev/status}{\"\\n\"}{end}",
+    ]));
+    assert_eq!(statuses.lines().filter(|l| l.contains("templates")).count(), 30, "every pod was injected");
 
     // The finished CSR object is gone.
     let left = ok(cluster.kubectl(&[

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, eventually, jaeger_traces, ok, repo, unique};
+use portcullis_e2e::{cluster, eventually, jaeger_traces, ok, repo, spans_of, unique};
 use serde_json::Value;
 
 /// Jaeger's traces of `service` whose spans carry tag `key=value`.
@@ -26,10 +26,15 @@ fn tags(span: &Value) -> HashMap<String, Value> {
 /// The trace of the first span named `admission` from `service` whose
 /// `name` tag is `object`, once it holds the API server's spans too.
 async fn admission_trace(service: &str, object: &str) -> (Value, HashMap<String, String>) {
-    let trace = eventually("the trace reaches Jaeger", Duration::from_secs(30), || {
-        traces(service, "object_name", object)
-            .into_iter()
-            .find(|t| t["processes"].as_object().unwrap().values().any(|p| p["serviceName"] == "apiserver"))
+    // Spans arrive one batch at a time: wait for the webhook's admission span
+    // and the API server's webhook call, HTTP request included.
+    let trace = eventually("the whole trace reaches Jaeger", Duration::from_secs(30), || {
+        traces(service, "object_name", object).into_iter().find(|t| {
+            let spans = spans_of(t);
+            spans.iter().any(|(s, o)| s == service && o == "admission")
+                && spans.iter().any(|(s, o)| s == "apiserver" && o.starts_with("Call "))
+                && spans.iter().any(|(s, o)| s == "apiserver" && o == "HTTP POST")
+        })
     })
     .await;
     let processes = trace["processes"]
