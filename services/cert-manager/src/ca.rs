@@ -132,6 +132,11 @@ impl LocalCa {
         params.signed_by(&csr.public_key, &self.issuer).map(|c| c.pem()).map_err(|e| format!("signing failed: {e}"))
     }
 
+    /// The CA certificate's notAfter, Unix seconds.
+    pub fn not_after(&self) -> Option<i64> {
+        not_after(&self.cert_pem)
+    }
+
     /// The CA certificate (the trust bundle), PEM.
     pub fn bundle_pem(&self) -> &str {
         &self.cert_pem
@@ -157,4 +162,11 @@ impl LocalCa {
         let cert = approved.params.signed_by(&approved.public_key, &self.issuer).map_err(CaError::Sign)?;
         Ok(cert.pem())
     }
+}
+
+/// The notAfter of the first certificate in `pem`, Unix seconds.
+pub fn not_after(pem: &str) -> Option<i64> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
+    let cert = pem.parse_x509().ok()?;
+    Some(cert.validity().not_after.timestamp())
 }

@@ -10,6 +10,7 @@ use portcullis_proto::certs::v1::{IssueRequest, IssueResponse, TrustBundle, Watc
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -34,6 +35,8 @@ pub struct IssueMetrics {
     issued: Counter,
     refused: Family<RefusalLabels, Counter>,
     duration: Histogram,
+    /// The signing CA's notAfter, Unix seconds.
+    pub ca_expiry: Gauge,
 }
 
 impl Default for IssueMetrics {
@@ -42,6 +45,7 @@ impl Default for IssueMetrics {
             issued: Counter::default(),
             refused: Family::default(),
             duration: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14)),
+            ca_expiry: Gauge::default(),
         }
     }
 }
@@ -52,6 +56,11 @@ impl IssueMetrics {
         registry.register("certs_issued", "Certificates issued", self.issued.clone());
         registry.register("certs_refused", "Certificate requests refused, by reason", self.refused.clone());
         registry.register("certs_issue_duration_seconds", "Time to check and sign a request", self.duration.clone());
+        registry.register(
+            "ca_expiry_timestamp_seconds",
+            "notAfter of the signing CA, Unix seconds (alert on time() - this)",
+            self.ca_expiry.clone(),
+        );
     }
 
     fn refused(&self, reason: &'static str) {

@@ -87,6 +87,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
 
     let issue_metrics = Arc::new(IssueMetrics::default());
     let metrics = Arc::new(Metrics::new(|registry| issue_metrics.register(registry)));
+    issue_metrics.ca_expiry.set(ca.not_after().unwrap_or_default());
+    metrics.serving_certificate_expiry.set(crate::ca::not_after(&cert).unwrap_or_default());
     let service = CertificatesServer::new(CertificatesService::new(config, backend, bundle, issue_metrics));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CertificatesServer<CertificatesService>>().await;

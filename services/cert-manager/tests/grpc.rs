@@ -18,6 +18,7 @@ use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 struct CertManager {
     child: Child,
     addr: SocketAddr,
+    admin: SocketAddr,
     dir: tempfile::TempDir,
 }
 
@@ -60,7 +61,7 @@ fn start() -> CertManager {
         assert!(Instant::now() < deadline, "cert-manager did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    CertManager { child, addr, dir }
+    CertManager { child, addr, admin, dir }
 }
 
 fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {
@@ -135,6 +136,22 @@ async fn issues_and_refuses_with_precise_statuses() {
         .unwrap()
         .into_inner();
     assert_eq!(health.status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+
+    // Metrics: what was issued and refused, and when the CA expires.
+    let metrics = String::from_utf8(
+        Command::new("curl").args(["-fsS", &format!("http://{}/metrics", cm.admin)]).output().unwrap().stdout,
+    )
+    .unwrap();
+    assert!(metrics.contains("portcullis_certs_issued_total 2"), "{metrics}");
+    assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="name_not_allowed"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="unauthenticated"}"#), "{metrics}");
+    let ca_expiry: i64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("portcullis_ca_expiry_timestamp_seconds "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!(ca_expiry > now + 4 * 365 * 86400, "the CA's notAfter (five years) is exported: {ca_expiry}");
 }
 
 #[tokio::test]

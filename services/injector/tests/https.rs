@@ -152,6 +152,13 @@ async fn serves_verified_tls_refuses_bad_input_and_swaps_certificates_live() {
         "{metrics}"
     );
     assert!(metrics.contains(r#"portcullis_injector_injections_total{template="proxy"} 2"#), "{metrics}");
+    let expiry: i64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("portcullis_serving_certificate_expiry_timestamp_seconds "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!(expiry > now, "the served certificate's notAfter is exported: {expiry}");
 
     // The kubelet swaps the Secret volume: new handshakes get the new
     // certificate, while the open keep-alive connection carries on.

@@ -7,6 +7,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -41,6 +42,9 @@ pub struct Metrics {
     pub patch_operations: Counter,
     /// Configuration reloads.
     pub config_reloads: Family<ReloadLabels, Counter>,
+    /// notAfter of the certificate being served, Unix seconds (0 before
+    /// the first one).
+    pub serving_certificate_expiry: Gauge,
 }
 
 impl Metrics {
@@ -60,8 +64,14 @@ impl Metrics {
         registry.register("admission_patch_operations", "JSON Patch operations returned", patch_operations.clone());
         let config_reloads = Family::<ReloadLabels, Counter>::default();
         registry.register("config_reloads", "Configuration reloads by result", config_reloads.clone());
+        let serving_certificate_expiry = Gauge::default();
+        registry.register(
+            "serving_certificate_expiry_timestamp_seconds",
+            "notAfter of the serving certificate, Unix seconds (alert on time() - this)",
+            serving_certificate_expiry.clone(),
+        );
         extra(&mut registry);
-        Self { registry, requests, duration, patch_operations, config_reloads }
+        Self { registry, requests, duration, patch_operations, config_reloads, serving_certificate_expiry }
     }
 
     /// Counts a configuration reload.

@@ -48,7 +48,8 @@ pub async fn serve_webhook<W: Webhook>(
     ready: ReadyCheck,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let resolver = resolver_from_args(&args.tls, service, shutdown.clone())?;
+    let resolver =
+        resolver_from_args(&args.tls, service, metrics.serving_certificate_expiry.clone(), shutdown.clone())?;
     let bind = |addr| async move { TcpListener::bind(addr).await.map_err(|source| RunError::Bind { addr, source }) };
     let listener = bind(args.listen).await?;
     let admin_listener = bind(args.admin.admin_listen).await?;

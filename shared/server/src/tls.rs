@@ -39,11 +39,22 @@ pub enum TlsError {
 #[derive(Debug, Default)]
 pub struct CertResolver {
     current: RwLock<Option<Arc<CertifiedKey>>>,
+    expiry: prometheus_client::metrics::gauge::Gauge,
 }
 
 impl CertResolver {
+    /// A resolver that reports each certificate's notAfter to `expiry`.
+    pub fn with_expiry_gauge(expiry: prometheus_client::metrics::gauge::Gauge) -> Self {
+        Self { current: RwLock::default(), expiry }
+    }
+
     /// Replaces the certificate served from now on.
     pub fn set(&self, key: Arc<CertifiedKey>) {
+        if let Some(leaf) = key.cert.first()
+            && let Ok((_, cert)) = x509_parser::parse_x509_certificate(leaf)
+        {
+            self.expiry.set(cert.validity().not_after.timestamp());
+        }
         if let Ok(mut current) = self.current.write() {
             *current = Some(key);
         }
@@ -101,9 +112,10 @@ pub fn certified_key(cert_pem: &[u8], key_pem: &[u8], source: &str) -> Result<Ar
 pub fn resolver_from_args(
     args: &TlsArgs,
     service: &str,
+    expiry: prometheus_client::metrics::gauge::Gauge,
     shutdown: CancellationToken,
 ) -> Result<Arc<CertResolver>, TlsError> {
-    let resolver = Arc::new(CertResolver::default());
+    let resolver = Arc::new(CertResolver::with_expiry_gauge(expiry));
     if let Some(url) = &args.cert_manager_url {
         tracing::info!(%url, names = ?args.cert_names, "getting the serving certificate from the cert-manager; not ready until it arrives");
         crate::cert_manager::spawn(args.clone(), resolver.clone(), shutdown);
