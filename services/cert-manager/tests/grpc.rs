@@ -65,15 +65,21 @@ fn start() -> CertManager {
 }
 
 fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {
-    let token_file = cm.dir.path().join(format!("client-{token}"));
+    args_for(cm.dir.path(), cm.addr, token, names)
+}
+
+/// The webhooks' client settings for the cert-manager at `addr` whose CA
+/// is in `dir/ca`.
+fn args_for(dir: &Path, addr: SocketAddr, token: &str, names: &[&str]) -> TlsArgs {
+    let token_file = dir.join(format!("client-{token}"));
     std::fs::write(&token_file, token).unwrap();
     TlsArgs {
         tls_cert_file: None,
         tls_key_file: None,
         self_signed_ca_file: None,
         self_signed_sans: vec![],
-        cert_manager_url: Some(format!("https://localhost:{}", cm.addr.port())),
-        cert_manager_ca_file: Some(cm.dir.path().join("ca/ca.crt")),
+        cert_manager_url: Some(format!("https://localhost:{}", addr.port())),
+        cert_manager_ca_file: Some(dir.join("ca/ca.crt")),
         cert_manager_token_file: Some(token_file),
         cert_names: names.iter().map(|s| s.to_string()).collect(),
         cert_lifetime: Duration::from_secs(0),
@@ -159,18 +165,29 @@ async fn the_ca_survives_a_restart() {
     let cm = start();
     let before = std::fs::read_to_string(cm.dir.path().join("ca/ca.crt")).unwrap();
     let dir = cm.dir.path().to_path_buf();
-    let restarted = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
-        .args(["serve", "--config"])
-        .arg(dir.join("config.yaml"))
-        .arg("--ca-dir")
-        .arg(dir.join("ca"))
-        .args(["--listen", &free().to_string(), "--admin-listen", &free().to_string()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut restarted = restarted;
-    let _ = restarted.kill();
-    let _ = restarted.wait();
+    let addr = free();
+    let restarted = CertManager {
+        child: Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+            .args(["serve", "--config"])
+            .arg(dir.join("config.yaml"))
+            .arg("--ca-dir")
+            .arg(dir.join("ca"))
+            .args(["--listen", &addr.to_string(), "--admin-listen", &free().to_string()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        addr,
+        admin: free(),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "the second cert-manager did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A client that trusts only the first CA gets a certificate from the
+    // second process, and the same trust bundle: the CA was loaded, not made anew.
+    let issued = issue(&args_for(&dir, restarted.addr, "s3cret-injector-token", &["localhost"])).await.unwrap();
+    assert_eq!(issued.ca_bundle_pem, before);
     assert_eq!(std::fs::read_to_string(Path::new(&dir).join("ca/ca.crt")).unwrap(), before);
 }

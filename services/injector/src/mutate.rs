@@ -50,9 +50,7 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// Injects the pod's templates, rewrites its images and applies defaults.
 /// Running it again on its own output changes nothing.
 pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
-    if pod::annotation(original, MIRROR_ANNOTATION).is_some()
-        || pod::annotation(original, INJECT_ANNOTATION) == Some("false")
-    {
+    if leave_alone(original) {
         return Outcome::default();
     }
     if !original.get("spec").is_some_and(Value::is_object) {
@@ -83,6 +81,11 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     write_status(&mut mutated, &status);
     let applied = status.templates;
     Outcome { decision: Decision { mutated: Some(mutated), warnings, applied, denied: None }, images_rewritten }
+}
+
+/// Mirror pods and pods that opted out are never changed.
+fn leave_alone(pod: &Value) -> bool {
+    pod::annotation(pod, MIRROR_ANNOTATION).is_some() || pod::annotation(pod, INJECT_ANNOTATION) == Some("false")
 }
 
 fn selected_templates<'c>(
@@ -148,7 +151,7 @@ enum Report {
 
 /// Rewrites the images in `lists` only: all that may change on an update.
 fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) -> Outcome {
-    if pod::annotation(pod, MIRROR_ANNOTATION).is_some() || pod::annotation(pod, INJECT_ANNOTATION) == Some("false") {
+    if leave_alone(pod) {
         return Outcome::default();
     }
     let previous = pod::annotation(pod, STATUS_ANNOTATION)

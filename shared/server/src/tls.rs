@@ -64,11 +64,6 @@ impl CertResolver {
     pub fn is_ready(&self) -> bool {
         self.current.read().is_ok_and(|c| c.is_some())
     }
-
-    /// The certificate chain being served, leaf first.
-    pub fn chain(&self) -> Vec<CertificateDer<'static>> {
-        self.current.read().ok().and_then(|c| c.as_ref().map(|k| k.cert.clone())).unwrap_or_default()
-    }
 }
 
 impl ResolvesServerCert for CertResolver {

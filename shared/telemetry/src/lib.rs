@@ -72,11 +72,6 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Whether spans are exported (an OTLP endpoint was configured).
-    pub fn exporting(&self) -> bool {
-        self.provider.is_some()
-    }
-
     /// Flushes and stops the exporter.
     pub fn shutdown(self) {
         if let Some(provider) = self.provider
