@@ -1,8 +1,5 @@
-//! The signing CA of standalone mode: a key and certificate in a directory,
-//! made on first start.
-
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+//! One signing CA: a key and its self-signed certificate, signing leaf
+//! certificates (approved requests, Kubernetes CSRs, the cert-manager's own).
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 
@@ -11,32 +8,21 @@ use crate::checks::Approved;
 /// Why the CA could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
 pub enum CaError {
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        #[source]
-        source: std::io::Error,
-    },
     /// The key or certificate is unusable.
-    #[error("CA in {dir}: {source}")]
-    Crypto {
-        /// The directory.
-        dir: PathBuf,
-        /// What rcgen said.
-        #[source]
-        source: rcgen::Error,
-    },
+    #[error("the CA key or certificate is unusable: {0}")]
+    Crypto(#[source] rcgen::Error),
     /// Signing failed.
     #[error("signing failed: {0}")]
     Sign(#[source] rcgen::Error),
+    /// The stored state of the CAs is unusable.
+    #[error("the stored CA state is unusable: {0}")]
+    State(String),
 }
 
 /// A CA that signs approved requests.
 pub struct LocalCa {
     cert_pem: String,
+    key_pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
@@ -47,68 +33,41 @@ impl std::fmt::Debug for LocalCa {
 }
 
 impl LocalCa {
-    /// Loads `dir/ca.crt` and `dir/ca.key`, or makes them (key mode 0600)
-    /// when neither exists. Two processes starting at once cannot both
-    /// make one: the key file is created exclusively, and the loser loads
-    /// the winner's.
-    pub fn load_or_create(dir: &Path) -> Result<Self, CaError> {
-        let (cert_path, key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| CaError::Io { path, source }
-        };
-        if !key_path.exists() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
-            let (cert, key) = Self::generate()?;
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            match options.open(&key_path) {
-                Ok(mut file) => {
-                    // Certificate first: a reader that sees the key also sees it.
-                    std::fs::write(&cert_path, &cert).map_err(io(&cert_path))?;
-                    file.write_all(key.as_bytes()).map_err(io(&key_path))?;
-                    tracing::info!(dir = %dir.display(), "made a new CA");
-                    return Self::from_pem(&cert, &key);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io(&key_path)(e)),
-            }
-        }
-        let key = std::fs::read_to_string(&key_path).map_err(io(&key_path))?;
-        let cert = std::fs::read_to_string(&cert_path).map_err(io(&cert_path))?;
-        Self::from_pem(&cert, &key)
-    }
-
-    /// A new CA valid for five years: (certificate PEM, key PEM).
-    pub fn generate() -> Result<(String, String), CaError> {
+    /// A new CA valid for `lifetime`: (certificate PEM, key PEM). Its name
+    /// carries the time it was made, so that CAs of successive rotations
+    /// can be told apart in a bundle.
+    pub fn generate(lifetime: std::time::Duration) -> Result<(String, String), CaError> {
         let key = KeyPair::generate().map_err(CaError::Sign)?;
         let mut params = CertificateParams::default();
-        params.distinguished_name.push(DnType::CommonName, "portcullis webhook CA");
+        let now = time::OffsetDateTime::now_utc();
+        params.distinguished_name.push(DnType::CommonName, format!("portcullis webhook CA {}", now.unix_timestamp()));
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
-        params.not_after = now + time::Duration::days(5 * 365);
+        params.not_after = now + lifetime;
         let cert = params.self_signed(&key).map_err(CaError::Sign)?;
         Ok((cert.pem(), key.serialize_pem()))
     }
 
     /// The CA of `cert` and `key` (PEM).
     pub fn from_pem(cert: &str, key: &str) -> Result<Self, CaError> {
-        let crypto = |source| CaError::Crypto { dir: PathBuf::from("(PEM)"), source };
-        let key = KeyPair::from_pem(key).map_err(crypto)?;
-        let issuer = Issuer::from_ca_cert_pem(cert, key).map_err(crypto)?;
-        Ok(Self { cert_pem: cert.to_owned(), issuer })
+        let pair = KeyPair::from_pem(key).map_err(CaError::Crypto)?;
+        let issuer = Issuer::from_ca_cert_pem(cert, pair).map_err(CaError::Crypto)?;
+        Ok(Self { cert_pem: cert.to_owned(), key_pem: key.to_owned(), issuer })
     }
 
     /// Signs a CertificateSigningRequest object's request as its signer:
     /// server-auth leaf certificates only, for the names it asks for (the
     /// cert-manager checked them before approving), for
-    /// `expiration_seconds` (default 24 h, at least 600 s). Returns the
-    /// certificate PEM, or why it will not sign.
-    pub fn sign_csr(&self, request: &[u8], expiration_seconds: Option<i32>) -> Result<String, String> {
+    /// `expiration_seconds` (default 24 h, at least 600 s, at most
+    /// `max_seconds`: a CA rotation relies on no leaf outliving that).
+    /// Returns the certificate PEM, or why it will not sign.
+    pub fn sign_csr(
+        &self,
+        request: &[u8],
+        expiration_seconds: Option<i32>,
+        max_seconds: u64,
+    ) -> Result<String, String> {
         use rcgen::{CertificateSigningRequestParams, ExtendedKeyUsagePurpose};
         let pem = std::str::from_utf8(request).map_err(|_| "the request is not PEM".to_owned())?;
         let csr = CertificateSigningRequestParams::from_pem(pem).map_err(|e| format!("unusable request: {e}"))?;
@@ -118,7 +77,8 @@ impl LocalCa {
         if csr.params.extended_key_usages.iter().any(|u| *u != ExtendedKeyUsagePurpose::ServerAuth) {
             return Err("the request asks for a usage other than server auth".into());
         }
-        let seconds = i64::from(expiration_seconds.unwrap_or(86_400).max(600));
+        let max = i64::try_from(max_seconds).unwrap_or(i64::MAX);
+        let seconds = i64::from(expiration_seconds.unwrap_or(86_400).max(600)).min(max);
         let mut params = CertificateParams::default();
         params.subject_alt_names = csr.params.subject_alt_names;
         params.distinguished_name = csr.params.distinguished_name;
@@ -137,9 +97,14 @@ impl LocalCa {
         not_after(&self.cert_pem)
     }
 
-    /// The CA certificate (the trust bundle), PEM.
+    /// The CA certificate, PEM.
     pub fn bundle_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// The CA key, PEM, for the state store only.
+    pub fn key_pem(&self) -> String {
+        self.key_pem.clone()
     }
 
     /// A serving certificate for the cert-manager itself, for `names`, valid
@@ -166,7 +131,12 @@ impl LocalCa {
 
 /// The notAfter of the first certificate in `pem`, Unix seconds.
 pub fn not_after(pem: &str) -> Option<i64> {
+    validity(pem).map(|(_, not_after)| not_after)
+}
+
+/// The (notBefore, notAfter) of the first certificate in `pem`, Unix seconds.
+pub fn validity(pem: &str) -> Option<(i64, i64)> {
     let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
     let cert = pem.parse_x509().ok()?;
-    Some(cert.validity().not_after.timestamp())
+    Some((cert.validity().not_before.timestamp(), cert.validity().not_after.timestamp()))
 }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use rcgen::{
-    CertificateParams, CertificateSigningRequestParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose,
-    SanType, SignatureAlgorithm,
+    CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType, DnValue, ExtendedKeyUsagePurpose,
+    IsCa, KeyUsagePurpose, SanType, SignatureAlgorithm,
 };
 
 use crate::config::{Client, Config, MIN_LIFETIME};
@@ -35,6 +35,14 @@ pub enum Refusal {
     /// The key type or size is not accepted.
     #[error("the key type {0} is not accepted; use ECDSA P-256 or P-384, Ed25519, or RSA of at least 2048 bits")]
     Key(String),
+    /// A subject attribute the caller may not have.
+    #[error("{identity} may not have {attribute} in its subject (see subject in its CertManagerConfig client)")]
+    Subject {
+        /// The caller.
+        identity: String,
+        /// The attribute it asked for.
+        attribute: String,
+    },
     /// No DNS name or IP address.
     #[error("the certificate request names no DNS name or IP address")]
     NoNames,
@@ -60,13 +68,14 @@ impl Refusal {
             Self::Key(_) => "key",
             Self::NoNames => "no_names",
             Self::Name { .. } => "name_not_allowed",
+            Self::Subject { .. } => "subject_not_allowed",
         }
     }
 
     /// Whether the caller asked for something it is not allowed (as opposed
     /// to sending an unusable request).
     pub fn is_permission(&self) -> bool {
-        matches!(self, Self::Name { .. })
+        matches!(self, Self::Name { .. } | Self::Subject { .. })
     }
 }
 
@@ -112,12 +121,15 @@ pub fn check(csr_pem: &str, client: &Client, requested_seconds: u32, config: &Co
     }
     let lifetime = lifetime(requested_seconds, config);
     let mut params = CertificateParams::default();
+    params.distinguished_name = subject(&requested.distinguished_name, client)?;
     params.subject_alt_names = requested.subject_alt_names;
-    let common_name = params.subject_alt_names.iter().find_map(|s| match s {
-        SanType::DnsName(name) => Some(name.as_str().to_owned()),
-        _ => None,
-    });
-    params.distinguished_name.push(DnType::CommonName, common_name.unwrap_or_else(|| client.identity.clone()));
+    if params.distinguished_name.get(&DnType::CommonName).is_none() {
+        let common_name = params.subject_alt_names.iter().find_map(|s| match s {
+            SanType::DnsName(name) => Some(name.as_str().to_owned()),
+            _ => None,
+        });
+        params.distinguished_name.push(DnType::CommonName, common_name.unwrap_or_else(|| client.identity.clone()));
+    }
     params.is_ca = IsCa::ExplicitNoCa;
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.key_usages = if rsa {
@@ -131,6 +143,35 @@ pub fn check(csr_pem: &str, client: &Client, requested_seconds: u32, config: &Co
     params.not_before = now - time::Duration::minutes(5);
     params.not_after = now + lifetime;
     Ok(Approved { params, public_key: csr.public_key, lifetime })
+}
+
+/// The requested subject, if `client` may have it: a common name that is
+/// one of its DNS names or its configured common name, and configured
+/// organizations; nothing else.
+fn subject(requested: &DistinguishedName, client: &Client) -> Result<DistinguishedName, Refusal> {
+    let mut granted = DistinguishedName::new();
+    for (kind, value) in requested.iter() {
+        let text = match value {
+            DnValue::Utf8String(s) => s.clone(),
+            DnValue::PrintableString(s) => s.as_str().to_owned(),
+            DnValue::Ia5String(s) => s.as_str().to_owned(),
+            other => format!("{other:?}"),
+        };
+        let allowed = match kind {
+            DnType::CommonName => {
+                client.subject.common_name.as_deref() == Some(text.as_str())
+                    || client.dns_names.iter().any(|d| d.eq_ignore_ascii_case(&text))
+            }
+            DnType::OrganizationName => client.subject.organizations.contains(&text),
+            _ => false,
+        };
+        if !allowed {
+            let attribute = format!("{kind:?} {text:?}");
+            return Err(Refusal::Subject { identity: client.identity.clone(), attribute });
+        }
+        granted.push(kind.clone(), text);
+    }
+    Ok(granted)
 }
 
 /// The granted lifetime: the default for 0, capped at the maximum, at
@@ -166,13 +207,14 @@ mod tests {
     use rstest::rstest;
 
     fn config() -> Config {
-        let yaml = "apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  defaultLifetimeSeconds: 3600\n  maxLifetimeSeconds: 86400\n  clients:\n    - identity: portcullis-system/portcullis-injector\n      dnsNames: [portcullis-injector.portcullis-system.svc, localhost]\n      ipAddresses: [127.0.0.1]\n";
+        let yaml = "apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  defaultLifetimeSeconds: 3600\n  maxLifetimeSeconds: 86400\n  clients:\n    - identity: portcullis-system/portcullis-injector\n      dnsNames: [portcullis-injector.portcullis-system.svc, localhost]\n      ipAddresses: [127.0.0.1]\n      subject: {commonName: \"system:node:portcullis-injector\", organizations: [system:nodes]}\n";
         Config::from_sources([(std::path::Path::new("c.yaml"), yaml.as_bytes())]).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn csr(names: &[&str], edit: impl FnOnce(&mut CertificateParams), key: &KeyPair) -> String {
         let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .unwrap_or_else(|e| panic!("{e}"));
+        params.distinguished_name = DistinguishedName::new(); // as the webhooks' client sends it
         edit(&mut params);
         params.serialize_request(key).and_then(|c| c.pem()).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -223,6 +265,37 @@ mod tests {
         let garbage = run("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n", 0);
         assert!(matches!(garbage, Err(Refusal::Malformed(_))));
         assert!(matches!(run("not pem", 0), Err(Refusal::Malformed(_))));
+        let node = run(
+            &csr(&["localhost"], |p| p.distinguished_name.push(DnType::CommonName, "system:node:worker-1"), &key),
+            0,
+        );
+        let refusal = node.map(|_| ()).expect_err("refused");
+        assert_eq!(
+            refusal.to_string(),
+            "portcullis-system/portcullis-injector may not have CommonName \"system:node:worker-1\" in its subject \
+             (see subject in its CertManagerConfig client)"
+        );
+        assert!(refusal.is_permission());
+        let admin = run(
+            &csr(&["localhost"], |p| p.distinguished_name.push(DnType::OrganizationName, "system:masters"), &key),
+            0,
+        );
+        assert!(matches!(admin, Err(Refusal::Subject { ref attribute, .. }) if attribute.contains("system:masters")));
+    }
+
+    #[test]
+    fn grants_the_configured_subject_for_signers_that_need_one() {
+        let key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+        let kubelet_style = |p: &mut CertificateParams| {
+            p.distinguished_name.push(DnType::OrganizationName, "system:nodes");
+            p.distinguished_name.push(DnType::CommonName, "system:node:portcullis-injector");
+        };
+        let approved = run(&csr(&["localhost"], kubelet_style, &key), 0).unwrap_or_else(|e| panic!("{e}"));
+        let subject = &approved.params.distinguished_name;
+        assert_eq!(subject.get(&DnType::CommonName), Some(&DnValue::from("system:node:portcullis-injector")));
+        assert_eq!(subject.get(&DnType::OrganizationName), Some(&DnValue::from("system:nodes")));
+        let plain = run(&csr(&["localhost"], |_| {}, &key), 0).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plain.params.distinguished_name.get(&DnType::CommonName), Some(&DnValue::from("localhost")));
     }
 
     #[test]

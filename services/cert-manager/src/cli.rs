@@ -45,13 +45,15 @@ pub struct Serve {
     /// Standalone or Kubernetes.
     #[arg(long, env = "PORTCULLIS_MODE", value_enum, default_value = "standalone")]
     pub mode: Mode,
-    /// Standalone: directory of the CA (`ca.crt`, `ca.key`), made on first start.
+    /// Standalone: directory of the CA state (`ca-state.json`, mode 0600),
+    /// made on first start. `touch DIR/rotate` asks for a CA rotation.
     #[arg(long, env = "PORTCULLIS_CA_DIR", required_if_eq("mode", "standalone"))]
     pub ca_dir: Option<PathBuf>,
     /// Kubernetes: the namespace of the CA Secret (the cert-manager's own).
     #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = "portcullis-system")]
     pub namespace: String,
-    /// Kubernetes: the Secret holding the CA of the own signer, made on first start.
+    /// Kubernetes: the Secret holding the CAs (made on first start). The
+    /// annotation `portcullis.dev/rotate` on it asks for a CA rotation.
     #[arg(long, env = "PORTCULLIS_CA_SECRET", default_value = "portcullis-webhook-ca")]
     pub ca_secret: String,
     /// Kubernetes: a ConfigMap (in `--namespace`) where the CA certificate
@@ -81,17 +83,31 @@ pub struct Serve {
     /// Kubernetes: how long to wait for a CSR to be signed.
     #[arg(long, env = "PORTCULLIS_CSR_TIMEOUT", default_value = "30s", value_parser = portcullis_server::args::parse_duration)]
     pub csr_timeout: std::time::Duration,
-    /// Also write the CA certificate (not the key) here, for clients to
-    /// trust: a volume shared with the webhooks, say.
+    /// Also write the CA certificates to trust (never a key) here, kept
+    /// current through rotations: a volume shared with the webhooks, say.
     #[arg(long, env = "PORTCULLIS_PUBLISH_CA")]
     pub publish_ca: Option<PathBuf>,
+    /// Lifetime of each CA made. A CA is rotated when a third of its life
+    /// is left, or when asked.
+    #[arg(long, env = "PORTCULLIS_CA_LIFETIME", default_value = "365d", value_parser = portcullis_server::args::parse_duration)]
+    pub ca_lifetime: std::time::Duration,
+    /// How long a new CA is only trusted (in every caBundle and trust
+    /// bundle) before it starts signing: time for bundles to reach
+    /// everyone, the kubelet's ConfigMap refresh included.
+    #[arg(long, env = "PORTCULLIS_CA_OVERLAP", default_value = "10m", value_parser = portcullis_server::args::parse_duration)]
+    pub ca_overlap: std::time::Duration,
+    /// How often each replica reads the CA state, and the leader takes the
+    /// next rotation step when it is due.
+    #[arg(long, env = "PORTCULLIS_CA_CHECK_INTERVAL", default_value = "30s", value_parser = portcullis_server::args::parse_duration)]
+    pub ca_check_interval: std::time::Duration,
     /// gRPC listener (TLS).
     #[arg(long, env = "PORTCULLIS_LISTEN", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
     /// Admin listener (HTTP): /healthz, /readyz, /metrics.
     #[arg(long, env = "PORTCULLIS_ADMIN_LISTEN", default_value = "0.0.0.0:9090")]
     pub admin_listen: SocketAddr,
-    /// Names in the cert-manager's own serving certificate (signed by its CA).
+    /// Names in the cert-manager's own serving certificate (signed by its
+    /// CA, renewed when the CA changes and when a third of its 30 days is left).
     #[arg(
         long = "serving-name",
         env = "PORTCULLIS_SERVING_NAMES",

@@ -50,6 +50,23 @@ pub struct Client {
     /// IP addresses the caller may have in its certificate.
     #[serde(default)]
     pub ip_addresses: Vec<IpAddr>,
+    /// What the certificate's subject may say besides a DNS name as common
+    /// name: for signers that need a particular subject, such as
+    /// `kubernetes.io/kubelet-serving` (`system:node:<name>`, organization
+    /// `system:nodes`).
+    #[serde(default)]
+    pub subject: Subject,
+}
+
+/// A subject a caller may have.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Subject {
+    /// A common name the caller may have.
+    pub common_name: Option<String>,
+    /// Organizations the caller may have.
+    #[serde(default)]
+    pub organizations: Vec<String>,
 }
 
 /// Why a configuration was refused.

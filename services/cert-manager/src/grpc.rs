@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use crate::ca::LocalCa;
+use crate::authority::Authority;
 use crate::checks::check;
 use crate::config::Config;
 
@@ -72,8 +72,8 @@ impl IssueMetrics {
 pub enum Backend {
     /// Token files and a local CA.
     Standalone {
-        /// The CA.
-        ca: Arc<LocalCa>,
+        /// The CAs; the active one signs.
+        authority: watch::Receiver<Arc<Authority>>,
     },
     /// TokenReview and CertificateSigningRequests.
     Kubernetes {
@@ -170,10 +170,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn unix(t: time::OffsetDateTime) -> i64 {
-    t.unix_timestamp()
-}
-
 #[tonic::async_trait]
 impl Certificates for CertificatesService {
     async fn issue(&self, request: Request<IssueRequest>) -> Result<Response<IssueResponse>, Status> {
@@ -229,7 +225,10 @@ impl CertificatesService {
             }
         })?;
         let leaf = match &self.backend {
-            Backend::Standalone { ca } => ca.sign(&approved).map_err(|e| e.to_string()),
+            Backend::Standalone { authority } => {
+                let signer = authority.borrow().active.clone();
+                signer.sign(&approved).map_err(|e| e.to_string())
+            }
             Backend::Kubernetes { client, signer_name, timeout, .. } => crate::kubernetes::issue_through_csr(
                 client,
                 signer_name,
@@ -246,7 +245,12 @@ impl CertificatesService {
             tracing::error!(error = %e, "signing failed");
             Status::unavailable(format!("the certificate could not be signed: {e}"))
         })?;
-        let (not_before, not_after) = (approved.params.not_before, approved.params.not_after);
+        // The signer has the last word on the lifetime: read it from the
+        // certificate, not from what was asked.
+        let (not_before, not_after) = crate::ca::validity(&leaf).ok_or_else(|| {
+            self.metrics.refused("signer");
+            Status::internal("the signer returned something that is not a certificate")
+        })?;
         let renew_after = not_before + (not_after - not_before) * 2 / 3;
         self.metrics.issued.inc();
         self.metrics.duration.observe(started.elapsed().as_secs_f64());
@@ -255,8 +259,8 @@ impl CertificatesService {
         Ok(Response::new(IssueResponse {
             certificate_chain_pem: leaf,
             trust_bundle: Some(self.bundle.borrow().clone()),
-            not_after_unix: unix(not_after),
-            renew_after_unix: unix(renew_after),
+            not_after_unix: not_after,
+            renew_after_unix: renew_after,
         }))
     }
 }

@@ -11,14 +11,15 @@ use futures::StreamExt as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::ca::{CaError, LocalCa};
+use crate::authority::Authority;
+use crate::ca::LocalCa;
 use crate::checks::Approved;
 
 /// The signer name the cert-manager signs for itself.
@@ -44,9 +45,6 @@ pub enum KubeError {
         /// What happened.
         reason: String,
     },
-    /// The CA in the Secret is unusable.
-    #[error(transparent)]
-    Ca(#[from] CaError),
 }
 
 fn api_err(what: &'static str) -> impl FnOnce(kube::Error) -> KubeError {
@@ -182,41 +180,8 @@ async fn approve_and_wait(
     }
 }
 
-/// The CA of the cert-manager's own signer, kept in a Secret (`tls.crt`,
-/// `tls.key`), made on first start. Replicas starting at once cannot make
-/// two: creation fails for all but one, and the others read its Secret.
-pub async fn ca_from_secret(client: &kube::Client, namespace: &str, name: &str) -> Result<LocalCa, KubeError> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    for _ in 0..2 {
-        if let Some(secret) = secrets.get_opt(name).await.map_err(api_err("read the CA Secret"))? {
-            let data = secret.data.unwrap_or_default();
-            let field = |k: &str| data.get(k).map(|b| String::from_utf8_lossy(&b.0).into_owned()).unwrap_or_default();
-            return Ok(LocalCa::from_pem(&field("tls.crt"), &field("tls.key"))?);
-        }
-        let (cert, key) = LocalCa::generate()?;
-        let secret = Secret {
-            metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
-            type_: Some("kubernetes.io/tls".into()),
-            data: Some(BTreeMap::from([
-                ("tls.crt".to_owned(), ByteString(cert.clone().into_bytes())),
-                ("tls.key".to_owned(), ByteString(key.clone().into_bytes())),
-            ])),
-            ..Secret::default()
-        };
-        match secrets.create(&PostParams::default(), &secret).await {
-            Ok(_) => {
-                tracing::info!(%namespace, %name, "made a new CA and stored it in its Secret");
-                return Ok(LocalCa::from_pem(&cert, &key)?);
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => continue, // another replica won; read its CA
-            Err(e) => return Err(api_err("create the CA Secret")(e)),
-        }
-    }
-    Err(KubeError::Csr { name: name.into(), reason: "the CA Secret keeps changing".into() })
-}
-
-/// Publishes the CA certificate (never the key) as `ca.crt` in ConfigMap
-/// `namespace/name`, creating or updating it.
+/// Publishes the CA certificates to trust (never a key) as `ca.crt` in
+/// ConfigMap `namespace/name`, creating or updating it.
 pub async fn publish_ca(client: &kube::Client, namespace: &str, name: &str, ca_pem: &str) -> Result<(), KubeError> {
     use k8s_openapi::api::core::v1::ConfigMap;
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
@@ -245,10 +210,17 @@ pub async fn publish_ca(client: &kube::Client, namespace: &str, name: &str, ca_p
     }
 }
 
-/// Signs every approved, unsigned CSR of `signer_name` with `ca`, until
-/// `shutdown`. Only server-auth leaf certificates are signed; anything else
-/// is marked Failed with the reason.
-pub async fn run_signer(client: kube::Client, signer_name: String, ca: Arc<LocalCa>, shutdown: CancellationToken) {
+/// Signs every approved, unsigned CSR of `signer_name` with the active CA
+/// of `authority`, for at most `max_seconds`, until `shutdown`. Only
+/// server-auth leaf certificates are signed; anything else is marked Failed
+/// with the reason.
+pub async fn run_signer(
+    client: kube::Client,
+    signer_name: String,
+    authority: watch::Receiver<Arc<Authority>>,
+    max_seconds: u64,
+    shutdown: CancellationToken,
+) {
     let api: Api<CertificateSigningRequest> = Api::all(client);
     let stream = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects();
     let mut stream = std::pin::pin!(stream);
@@ -284,13 +256,20 @@ pub async fn run_signer(client: kube::Client, signer_name: String, ca: Arc<Local
             }
             portcullis_telemetry::continue_trace(&span, &headers);
         }
-        sign_one(&api, &ca, &csr, &name).instrument(span).await;
+        let ca = authority.borrow().active.clone();
+        sign_one(&api, &ca, &csr, &name, max_seconds).instrument(span).await;
     }
 }
 
 /// Signs (or refuses) one approved CSR and writes the result to its status.
-async fn sign_one(api: &Api<CertificateSigningRequest>, ca: &LocalCa, csr: &CertificateSigningRequest, name: &str) {
-    let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds) {
+async fn sign_one(
+    api: &Api<CertificateSigningRequest>,
+    ca: &LocalCa,
+    csr: &CertificateSigningRequest,
+    name: &str,
+    max_seconds: u64,
+) {
+    let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds, max_seconds) {
         Ok(pem) => json!({"status": {"certificate": base64(pem.as_bytes())}}),
         Err(reason) => {
             tracing::warn!(csr = %name, %reason, "refusing to sign");
@@ -310,4 +289,26 @@ async fn sign_one(api: &Api<CertificateSigningRequest>, ca: &LocalCa, csr: &Cert
 fn base64(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Keeps ConfigMap `namespace/name` holding the CA bundle of `authorities`
+/// (republished at each change, and checked every minute), until `shutdown`.
+pub async fn keep_published(
+    client: kube::Client,
+    namespace: String,
+    name: String,
+    mut authorities: watch::Receiver<Arc<Authority>>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let bundle = authorities.borrow_and_update().bundle_pem();
+        if let Err(err) = publish_ca(&client, &namespace, &name, &bundle).await {
+            tracing::warn!(error = %err, configmap = %name, "could not publish the CA bundle; retrying");
+        }
+        tokio::select! {
+            changed = authorities.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = shutdown.cancelled() => return,
+        }
+    }
 }

@@ -5,19 +5,26 @@
 //! Before anything is signed the caller is authenticated and the request
 //! checked ([`checks`]): names the caller may have ([`config`]), server
 //! authentication only, no CA, an accepted key, a capped lifetime. The
-//! gRPC edge ([`grpc`]) maps refusals to precise status codes. This crate
-//! now runs standalone, with a CA in a directory ([`ca`]); the Kubernetes
-//! mode (CertificateSigningRequest API, TokenReview, caBundle controller)
-//! is not built yet.
+//! gRPC edge ([`grpc`]) maps refusals to precise status codes. Standalone,
+//! the CA lives in a directory; in Kubernetes mode ([`kubernetes`]) callers
+//! are checked with TokenReview, requests become CertificateSigningRequests,
+//! the CA lives in a Secret, and the leader ([`leader`]) signs and keeps
+//! webhook configurations' caBundles current ([`ca_bundle`]). The CA is
+//! rotated in steps that never leave a live certificate untrusted
+//! ([`authority`]), kept in a [`store`] and followed by every replica
+//! ([`keeper`]).
 
 #![forbid(unsafe_code)]
 
+pub mod authority;
 pub mod ca;
 pub mod ca_bundle;
 pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod grpc;
+pub mod keeper;
 pub mod kubernetes;
 pub mod leader;
 pub mod serve;
+pub mod store;

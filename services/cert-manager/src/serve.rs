@@ -1,21 +1,31 @@
 //! `serve`: the gRPC API over TLS, the gRPC health service and the admin
-//! port, until SIGTERM/SIGINT.
+//! port, until SIGTERM/SIGINT; in Kubernetes mode also the leader's work
+//! (signer, caBundle controller, CA rotation, the published CA bundle).
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
+use portcullis_server::tls::{CertResolver, certified_key, server_config};
 use portcullis_server::{Metrics, admin, shutdown_signal, watch as files};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Server;
 
-use crate::ca::LocalCa;
+use crate::authority::{Authority, RotationPolicy};
 use crate::cli::{Mode, Serve};
 use crate::config::Config;
 use crate::grpc::{Backend, CertificatesService, IssueMetrics};
-use crate::kubernetes;
+use crate::store::Store;
+use crate::{keeper, kubernetes};
+
+/// Lifetime of the cert-manager's own serving certificate.
+const OWN_CERTIFICATE_DAYS: i64 = 30;
 
 /// Runs the cert-manager until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
@@ -23,72 +33,100 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let contents = files::read_all(std::slice::from_ref(&args.config)).context("reading the configuration")?;
     let config = Config::from_sources(contents.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
         .context("the configuration is invalid")?;
-    let (ca, backend, trust) = match args.mode {
-        Mode::Standalone => {
-            let dir = args.ca_dir.as_deref().context("--ca-dir is required in standalone mode")?;
-            let ca = Arc::new(LocalCa::load_or_create(dir).context("the CA")?);
-            let trust = ca.bundle_pem().to_owned();
-            (ca.clone(), Backend::Standalone { ca }, trust)
-        }
-        Mode::Kubernetes => {
-            let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
-            let ca = Arc::new(
-                kubernetes::ca_from_secret(&client, &args.namespace, &args.ca_secret).await.context("the CA Secret")?,
-            );
-            kubernetes::publish_ca(&client, &args.namespace, &args.ca_configmap, ca.bundle_pem())
-                .await
-                .context("publishing the CA certificate")?;
-            let trust = if args.signer_name == kubernetes::OWN_SIGNER {
-                ca.bundle_pem().to_owned()
-            } else {
-                let file = args
-                    .trust_bundle_file
-                    .as_ref()
-                    .context("--trust-bundle-file is required with another --signer-name")?;
-                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
-            };
-            let backend = Backend::Kubernetes {
-                client,
-                audience: args.token_audience.clone(),
-                signer_name: args.signer_name.clone(),
-                timeout: args.csr_timeout,
-            };
-            (ca, backend, trust)
-        }
+    let policy = RotationPolicy {
+        ca_lifetime: args.ca_lifetime,
+        overlap: args.ca_overlap,
+        max_leaf_lifetime: Duration::from_secs(config.max_lifetime_seconds),
     };
-    if let Some(path) = &args.publish_ca {
-        std::fs::write(path, ca.bundle_pem()).with_context(|| format!("publishing the CA to {}", path.display()))?;
-    }
-    let (_bundle_updates, bundle) = watch::channel(TrustBundle { ca_bundle_pem: trust, generation: 1 });
-    if let Backend::Kubernetes { client, signer_name, .. } = &backend {
-        // One replica (the Lease holder) signs and keeps caBundles; every
-        // replica serves gRPC.
-        let (client, bundle, ca) = (client.clone(), bundle.clone(), ca.clone());
-        let own_signer = (signer_name == kubernetes::OWN_SIGNER).then(|| signer_name.clone());
-        let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
-        tokio::spawn(crate::leader::run(
-            client.clone(),
-            args.namespace.clone(),
-            args.lease.clone(),
-            identity,
-            shutdown.clone(),
-            move |leading| {
-                let (client, bundle, ca, own_signer) = (client.clone(), bundle.clone(), ca.clone(), own_signer.clone());
-                async move {
-                    if let Some(signer) = own_signer {
-                        tokio::spawn(kubernetes::run_signer(client.clone(), signer, ca, leading.clone()));
+    policy.check().map_err(anyhow::Error::msg)?;
+    let client = match args.mode {
+        Mode::Kubernetes => Some(kube::Client::try_default().await.context("connecting to the Kubernetes API")?),
+        Mode::Standalone => None,
+    };
+    let store = match &client {
+        Some(client) => {
+            Store::Secret { api: kube::Api::namespaced(client.clone(), &args.namespace), name: args.ca_secret.clone() }
+        }
+        None => Store::Dir(args.ca_dir.clone().context("--ca-dir is required in standalone mode")?),
+    };
+    let authority = keeper::load_or_create(&store, &policy).await.context("the CA")?;
+    let authorities = Arc::new(watch::Sender::new(Arc::new(authority)));
+    let bundle = trust_bundle(&args, &authorities, shutdown.clone())?;
+    let max_leaf_seconds = config.max_lifetime_seconds;
+
+    let backend = match &client {
+        None => Backend::Standalone { authority: authorities.subscribe() },
+        Some(client) => Backend::Kubernetes {
+            client: client.clone(),
+            audience: args.token_audience.clone(),
+            signer_name: args.signer_name.clone(),
+            timeout: args.csr_timeout,
+        },
+    };
+    let interval = args.ca_check_interval;
+    match &client {
+        None => {
+            tokio::spawn(keeper::run(store, policy, interval, true, authorities.clone(), shutdown.clone()));
+        }
+        Some(client) => {
+            // Every replica follows the stored CAs and serves gRPC; one (the
+            // Lease holder) rotates, signs, publishes and keeps caBundles.
+            tokio::spawn(keeper::run(store.clone(), policy, interval, false, authorities.clone(), shutdown.clone()));
+            let (client, bundle, authorities) = (client.clone(), bundle.clone(), authorities.clone());
+            let own_signer = (args.signer_name == kubernetes::OWN_SIGNER).then(|| args.signer_name.clone());
+            let (namespace, configmap) = (args.namespace.clone(), args.ca_configmap.clone());
+            let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
+            tokio::spawn(crate::leader::run(
+                client.clone(),
+                args.namespace.clone(),
+                args.lease.clone(),
+                identity,
+                shutdown.clone(),
+                move |leading| {
+                    let (client, bundle, authorities, store) =
+                        (client.clone(), bundle.clone(), authorities.clone(), store.clone());
+                    let (own_signer, namespace, configmap) = (own_signer.clone(), namespace.clone(), configmap.clone());
+                    async move {
+                        if let Some(signer) = own_signer {
+                            let signing = authorities.subscribe();
+                            let run = kubernetes::run_signer(
+                                client.clone(),
+                                signer,
+                                signing,
+                                max_leaf_seconds,
+                                leading.clone(),
+                            );
+                            tokio::spawn(run);
+                        }
+                        let published = authorities.subscribe();
+                        let publish = kubernetes::keep_published(
+                            client.clone(),
+                            namespace,
+                            configmap,
+                            published,
+                            leading.clone(),
+                        );
+                        tokio::spawn(publish);
+                        tokio::spawn(keeper::run(store, policy, interval, true, authorities, leading.clone()));
+                        crate::ca_bundle::run(client, bundle, leading).await;
                     }
-                    crate::ca_bundle::run(client, bundle, leading).await;
-                }
-            },
-        ));
+                },
+            ));
+        }
     }
-    let (cert, key) = ca.own_certificate(&args.serving_names, 365).context("the cert-manager's own certificate")?;
 
     let issue_metrics = Arc::new(IssueMetrics::default());
     let metrics = Arc::new(Metrics::new(|registry| issue_metrics.register(registry)));
-    issue_metrics.ca_expiry.set(ca.not_after().unwrap_or_default());
-    metrics.serving_certificate_expiry.set(crate::ca::not_after(&cert).unwrap_or_default());
+    let resolver = Arc::new(CertResolver::with_expiry_gauge(metrics.serving_certificate_expiry.clone()));
+    let own = OwnCertificate {
+        names: args.serving_names.clone(),
+        publish: args.publish_ca.clone(),
+        resolver: resolver.clone(),
+        ca_expiry: issue_metrics.ca_expiry.clone(),
+    };
+    own.renew(&authorities.borrow()).context("the cert-manager's own certificate")?;
+    tokio::spawn(own.follow(authorities.subscribe(), shutdown.clone()));
+
     let service = CertificatesServer::new(CertificatesService::new(config, backend, bundle, issue_metrics));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CertificatesServer<CertificatesService>>().await;
@@ -97,19 +135,95 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let admin_listener =
         TcpListener::bind(args.admin_listen).await.with_context(|| format!("binding {}", args.admin_listen))?;
     tracing::info!(grpc = %listener.local_addr()?, admin = %admin_listener.local_addr()?, "serving the certificate API");
+    let connections =
+        portcullis_server::serve::tls_connections(listener, server_config(resolver, b"h2"), shutdown.clone());
     let grpc = Server::builder()
-        .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
-        .context("TLS configuration")?
         .add_service(health_service)
         .add_service(service)
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            shutdown.clone().cancelled_owned(),
-        );
+        .serve_with_incoming_shutdown(connections, shutdown.clone().cancelled_owned());
     let admin_app = admin::router(Arc::new(|| true), metrics);
     let (grpc, admin) = tokio::join!(grpc, admin::serve(admin_listener, admin_app, shutdown));
     grpc.context("gRPC server")?;
     admin.context("admin server")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What the webhooks' clients (the API server) must trust: the own CAs,
+/// following rotations, or another signer's bundle from a file.
+fn trust_bundle(
+    args: &Serve,
+    authorities: &Arc<watch::Sender<Arc<Authority>>>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<watch::Receiver<TrustBundle>> {
+    if args.mode == Mode::Kubernetes && args.signer_name != kubernetes::OWN_SIGNER {
+        let file =
+            args.trust_bundle_file.as_ref().context("--trust-bundle-file is required with another --signer-name")?;
+        let pem = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let (sender, receiver) =
+            watch::channel(TrustBundle { ca_bundle_pem: pem, generation: 1, issuer_pem: String::new() });
+        // Nothing changes it, but the channel must stay open.
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            drop(sender)
+        });
+        return Ok(receiver);
+    }
+    let mut source = authorities.subscribe();
+    let (sender, receiver) = watch::channel(source.borrow_and_update().trust_bundle());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = source.changed() => if changed.is_err() { return },
+                _ = shutdown.cancelled() => return,
+            }
+            let bundle = source.borrow_and_update().trust_bundle();
+            sender.send_replace(bundle);
+        }
+    });
+    Ok(receiver)
+}
+
+/// The cert-manager's own serving certificate, and the published CA
+/// bundle and expiry metric that go with the current CA.
+struct OwnCertificate {
+    names: Vec<String>,
+    publish: Option<PathBuf>,
+    resolver: Arc<CertResolver>,
+    ca_expiry: Gauge,
+}
+
+impl OwnCertificate {
+    /// Serves a new certificate from the active CA and publishes the bundle.
+    fn renew(&self, authority: &Authority) -> anyhow::Result<()> {
+        self.ca_expiry.set(authority.active.not_after().unwrap_or_default());
+        if let Some(path) = &self.publish {
+            std::fs::write(path, authority.bundle_pem())
+                .with_context(|| format!("publishing the CA bundle to {}", path.display()))?;
+        }
+        let (cert, key) = authority.active.own_certificate(&self.names, OWN_CERTIFICATE_DAYS)?;
+        self.resolver.set(certified_key(cert.as_bytes(), key.as_bytes(), "own certificate")?);
+        Ok(())
+    }
+
+    /// Renews whenever the CAs change, and when a third of the lifetime is
+    /// left; retries every minute after a failure.
+    async fn follow(self, mut authorities: watch::Receiver<Arc<Authority>>, shutdown: CancellationToken) {
+        let mut wait = Duration::from_secs(OWN_CERTIFICATE_DAYS as u64 * 86_400 * 2 / 3);
+        loop {
+            tokio::select! {
+                changed = authorities.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            let authority = authorities.borrow_and_update().clone();
+            wait = match self.renew(&authority) {
+                Ok(()) => Duration::from_secs(OWN_CERTIFICATE_DAYS as u64 * 86_400 * 2 / 3),
+                Err(err) => {
+                    tracing::error!(error = format!("{err:#}"), "cannot renew the cert-manager's own certificate");
+                    Duration::from_secs(60)
+                }
+            };
+        }
+    }
 }

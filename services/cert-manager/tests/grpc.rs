@@ -34,6 +34,12 @@ fn free() -> SocketAddr {
 }
 
 fn start() -> CertManager {
+    start_with(&[])
+}
+
+/// A cert-manager in standalone mode with `extra` flags, publishing its
+/// trust bundle to `trust.pem`.
+fn start_with(extra: &[&str]) -> CertManager {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("injector-token"), "s3cret-injector-token\n").unwrap();
     std::fs::write(dir.path().join("validator-token"), "s3cret-validator-token\n").unwrap();
@@ -51,7 +57,10 @@ fn start() -> CertManager {
         .arg(dir.path().join("config.yaml"))
         .arg("--ca-dir")
         .arg(dir.path().join("ca"))
+        .arg("--publish-ca")
+        .arg(dir.path().join("trust.pem"))
         .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -68,33 +77,23 @@ fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {
     args_for(cm.dir.path(), cm.addr, token, names)
 }
 
-/// The webhooks' client settings for the cert-manager at `addr` whose CA
-/// is in `dir/ca`.
+/// The webhooks' client settings for the cert-manager at `addr` whose
+/// trust bundle is in `dir/trust.pem`.
 fn args_for(dir: &Path, addr: SocketAddr, token: &str, names: &[&str]) -> TlsArgs {
     let token_file = dir.join(format!("client-{token}"));
     std::fs::write(&token_file, token).unwrap();
-    TlsArgs {
-        tls_cert_file: None,
-        tls_key_file: None,
-        self_signed_ca_file: None,
-        self_signed_sans: vec![],
-        cert_manager_url: Some(format!("https://localhost:{}", addr.port())),
-        cert_manager_ca_file: Some(dir.join("ca/ca.crt")),
-        cert_manager_token_file: Some(token_file),
-        cert_names: names.iter().map(|s| s.to_string()).collect(),
-        cert_lifetime: Duration::from_secs(0),
-        tls_reload_interval: Duration::from_secs(2),
-    }
+    TlsArgs::from_cert_manager(format!("https://localhost:{}", addr.port()), dir.join("trust.pem"), token_file, names)
 }
 
 #[tokio::test]
 async fn issues_and_refuses_with_precise_statuses() {
     let cm = start();
-    let ca = std::fs::read_to_string(cm.dir.path().join("ca/ca.crt")).unwrap();
+    let ca = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
     let key_mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(cm.dir.path().join("ca/ca.key")).unwrap().permissions(),
+        &std::fs::metadata(cm.dir.path().join("ca/ca-state.json")).unwrap().permissions(),
     );
-    assert_eq!(key_mode & 0o777, 0o600, "the CA key is private");
+    assert_eq!(key_mode & 0o777, 0o600, "the CA keys are private");
+    assert!(!ca.contains("PRIVATE KEY"), "only certificates are published");
 
     let issued = issue(&args(&cm, "s3cret-injector-token", &["localhost", "127.0.0.1"])).await.unwrap();
     assert_eq!(issued.ca_bundle_pem, ca, "the trust bundle is the CA");
@@ -157,13 +156,13 @@ async fn issues_and_refuses_with_precise_statuses() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_default();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    assert!(ca_expiry > now + 4 * 365 * 86400, "the CA's notAfter (five years) is exported: {ca_expiry}");
+    assert!(ca_expiry > now + 364 * 86400, "the CA's notAfter (a year by default) is exported: {ca_expiry}");
 }
 
 #[tokio::test]
 async fn the_ca_survives_a_restart() {
     let cm = start();
-    let before = std::fs::read_to_string(cm.dir.path().join("ca/ca.crt")).unwrap();
+    let before = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
     let dir = cm.dir.path().to_path_buf();
     let addr = free();
     let restarted = CertManager {
@@ -189,5 +188,4 @@ async fn the_ca_survives_a_restart() {
     // second process, and the same trust bundle: the CA was loaded, not made anew.
     let issued = issue(&args_for(&dir, restarted.addr, "s3cret-injector-token", &["localhost"])).await.unwrap();
     assert_eq!(issued.ca_bundle_pem, before);
-    assert_eq!(std::fs::read_to_string(Path::new(&dir).join("ca/ca.crt")).unwrap(), before);
 }

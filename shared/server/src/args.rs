@@ -65,7 +65,9 @@ pub struct TlsArgs {
     /// over gRPC, renewal at about two thirds of the lifetime.
     #[arg(long, env = "PORTCULLIS_CERT_MANAGER_URL", conflicts_with = "tls_cert_file")]
     pub cert_manager_url: Option<String>,
-    /// CA certificate (PEM) that signed the cert-manager's own certificate.
+    /// The CA certificates (PEM) to trust for the cert-manager's own
+    /// certificate: its published CA bundle. Re-read for every request, so
+    /// that a CA rotation reaches it through the mounted ConfigMap.
     #[arg(long, env = "PORTCULLIS_CERT_MANAGER_CA_FILE", requires = "cert_manager_url")]
     pub cert_manager_ca_file: Option<PathBuf>,
     /// File holding the bearer token for the cert-manager (a projected
@@ -75,6 +77,16 @@ pub struct TlsArgs {
     /// DNS names and IP addresses to request (comma-separated).
     #[arg(long, env = "PORTCULLIS_CERT_NAMES", value_delimiter = ',', requires = "cert_manager_url")]
     pub cert_names: Vec<String>,
+    /// Subject common name to request (default: none; the cert-manager
+    /// uses the first DNS name). Only for signers that need one, such as
+    /// `kubernetes.io/kubelet-serving` (`system:node:<name>`); the
+    /// cert-manager grants only what its configuration allows the caller.
+    #[arg(long, env = "PORTCULLIS_CERT_COMMON_NAME", requires = "cert_manager_url")]
+    pub cert_common_name: Option<String>,
+    /// Subject organizations to request (comma-separated), such as
+    /// `system:nodes` for `kubernetes.io/kubelet-serving`.
+    #[arg(long, env = "PORTCULLIS_CERT_ORGANIZATIONS", value_delimiter = ',', requires = "cert_manager_url")]
+    pub cert_organizations: Vec<String>,
     /// Requested certificate lifetime (0: the cert-manager's default).
     #[arg(long, env = "PORTCULLIS_CERT_LIFETIME", default_value = "0s", value_parser = parse_duration)]
     pub cert_lifetime: Duration,
@@ -84,7 +96,29 @@ pub struct TlsArgs {
     pub tls_reload_interval: Duration,
 }
 
-/// Parses `500ms`, `10s`, `5m` or `1h`; a bare number is seconds.
+impl TlsArgs {
+    /// Certificates from the cert-manager at `url`, trusting `ca_file`,
+    /// authenticating with `token_file`, for `names`; every other setting
+    /// as the flags default it.
+    pub fn from_cert_manager(url: String, ca_file: PathBuf, token_file: PathBuf, names: &[&str]) -> Self {
+        Self {
+            tls_cert_file: None,
+            tls_key_file: None,
+            self_signed_ca_file: None,
+            self_signed_sans: Vec::new(),
+            cert_manager_url: Some(url),
+            cert_manager_ca_file: Some(ca_file),
+            cert_manager_token_file: Some(token_file),
+            cert_names: names.iter().map(|n| (*n).to_owned()).collect(),
+            cert_common_name: None,
+            cert_organizations: Vec::new(),
+            cert_lifetime: Duration::ZERO,
+            tls_reload_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Parses `500ms`, `10s`, `5m`, `1h` or `7d`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -95,7 +129,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n * 60)),
         "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+        "d" => Ok(Duration::from_secs(n * 86_400)),
+        _ => Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
     }
 }
 
@@ -109,6 +144,7 @@ mod tests {
         assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("5d"), Ok(Duration::from_secs(5 * 86_400)));
+        assert!(parse_duration("5w").is_err());
     }
 }

@@ -7,12 +7,14 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use portcullis_proto::certs::v1::IssueRequest;
 use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
+use portcullis_proto::certs::v1::{IssueRequest, WatchTrustBundleRequest};
 use rcgen::{CertificateParams, KeyPair};
 use rustls::sign::CertifiedKey;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::args::TlsArgs;
 use crate::tls::{CertResolver, TlsError, certified_key, error_chain};
@@ -53,6 +55,8 @@ pub struct Issued {
     pub not_after: SystemTime,
     /// The trust bundle (caBundle) the cert-manager returned.
     pub ca_bundle_pem: String,
+    /// The CA that signed it (empty when the cert-manager does not say).
+    pub issuer_pem: String,
 }
 
 /// Requests one certificate for `args.cert_names`, as a client span whose
@@ -63,36 +67,54 @@ pub async fn issue(args: &TlsArgs) -> Result<Issued, IssueError> {
     issue_in_span(args).instrument(span).await
 }
 
-async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
+/// A connected client and the bearer token to send, from `args`.
+async fn connect(args: &TlsArgs) -> Result<(CertificatesClient<Channel>, MetadataValue<Ascii>, String), IssueError> {
     let url = args.cert_manager_url.clone().ok_or_else(|| IssueError::Setup("no --cert-manager-url".into()))?;
     let read = |path: &Option<std::path::PathBuf>, what: &str| match path {
         Some(p) => std::fs::read_to_string(p).map_err(|e| IssueError::Setup(format!("{what} {}: {e}", p.display()))),
         None => Err(IssueError::Setup(format!("--cert-manager-{what} is required with --cert-manager-url"))),
     };
+    // Both read at each connection: the kubelet refreshes them in place.
     let ca = read(&args.cert_manager_ca_file, "ca-file")?;
     let token = read(&args.cert_manager_token_file, "token-file")?;
-    let key = KeyPair::generate().map_err(IssueError::Key)?;
-    let csr = CertificateParams::new(args.cert_names.clone())
-        .and_then(|p| p.serialize_request(&key))
-        .and_then(|csr| csr.pem())
-        .map_err(IssueError::Key)?;
+    let bearer = format!("Bearer {}", token.trim())
+        .parse()
+        .map_err(|_| IssueError::Setup("the token file holds characters a header cannot".into()))?;
     let endpoint = Endpoint::from_shared(url.clone())
         .map_err(|e| IssueError::Setup(format!("--cert-manager-url {url}: {e}")))?
         .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
         .map_err(IssueError::Connect)?
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(30));
+        .connect_timeout(Duration::from_secs(5));
     let channel = endpoint.connect().await.map_err(IssueError::Connect)?;
+    Ok((CertificatesClient::new(channel), bearer, url))
+}
+
+async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
+    let (mut client, bearer, url) = connect(args).await?;
+    let key = KeyPair::generate().map_err(IssueError::Key)?;
+    let csr = CertificateParams::new(args.cert_names.clone())
+        .map(|mut params| {
+            // No placeholder subject: only what was asked for.
+            params.distinguished_name = rcgen::DistinguishedName::new();
+            if let Some(name) = &args.cert_common_name {
+                params.distinguished_name.push(rcgen::DnType::CommonName, name.as_str());
+            }
+            for organization in &args.cert_organizations {
+                params.distinguished_name.push(rcgen::DnType::OrganizationName, organization.as_str());
+            }
+            params
+        })
+        .and_then(|p| p.serialize_request(&key))
+        .and_then(|csr| csr.pem())
+        .map_err(IssueError::Key)?;
     let lifetime_seconds = u32::try_from(args.cert_lifetime.as_secs()).unwrap_or(u32::MAX);
     let mut request = tonic::Request::new(IssueRequest { csr_pem: csr, lifetime_seconds });
+    request.set_timeout(Duration::from_secs(30));
     let mut headers = http::HeaderMap::new();
     portcullis_telemetry::inject_context(&mut headers);
     *request.metadata_mut() = tonic::metadata::MetadataMap::from_headers(headers);
-    let bearer = format!("Bearer {}", token.trim())
-        .parse()
-        .map_err(|_| IssueError::Setup("the token file holds characters a header cannot".into()))?;
     request.metadata_mut().insert("authorization", bearer);
-    let response = CertificatesClient::new(channel)
+    let response = client
         .issue(request)
         .await
         .map_err(|s| IssueError::Refused { code: s.code(), message: s.message().to_owned() })?
@@ -100,24 +122,70 @@ async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
     let certified = certified_key(response.certificate_chain_pem.as_bytes(), key.serialize_pem().as_bytes(), &url)
         .map_err(IssueError::Certificate)?;
     let at = |unix: i64| UNIX_EPOCH + Duration::from_secs(u64::try_from(unix).unwrap_or_default());
+    let bundle = response.trust_bundle.unwrap_or_default();
     Ok(Issued {
         key: certified,
         renew_after: at(response.renew_after_unix),
         not_after: at(response.not_after_unix),
-        ca_bundle_pem: response.trust_bundle.map(|b| b.ca_bundle_pem).unwrap_or_default(),
+        ca_bundle_pem: bundle.ca_bundle_pem,
+        issuer_pem: bundle.issuer_pem,
     })
 }
 
+/// Sends the issuer of every trust bundle the cert-manager announces to
+/// `issuer`, reconnecting with backoff, until `shutdown`.
+async fn follow_issuer(args: TlsArgs, issuer: watch::Sender<String>, shutdown: CancellationToken) {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let followed = async {
+            let (mut client, bearer, _) = connect(&args).await?;
+            let mut request = tonic::Request::new(WatchTrustBundleRequest {});
+            request.metadata_mut().insert("authorization", bearer);
+            let mut stream = client
+                .watch_trust_bundle(request)
+                .await
+                .map_err(|s| IssueError::Refused { code: s.code(), message: s.message().to_owned() })?
+                .into_inner();
+            while let Some(bundle) = stream
+                .message()
+                .await
+                .map_err(|s| IssueError::Refused { code: s.code(), message: s.message().to_owned() })?
+            {
+                backoff = Duration::from_secs(1);
+                issuer.send_replace(bundle.issuer_pem);
+            }
+            Ok::<_, IssueError>(())
+        };
+        let ended = tokio::select! {
+            ended = followed => ended,
+            _ = shutdown.cancelled() => return,
+        };
+        if let Err(err) = ended {
+            tracing::debug!(error = %error_chain(&err), "the trust bundle stream ended");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(60));
+    }
+}
+
 /// Keeps `resolver` supplied from the cert-manager until `shutdown`.
-/// SIGHUP renews at once (say, after the CA was rotated).
+/// Renews at once when the cert-manager announces a new signing CA (a CA
+/// rotation), and on SIGHUP.
 pub fn spawn(args: TlsArgs, resolver: Arc<CertResolver>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+    let (issuer_updates, mut issuer) = watch::channel(String::new());
+    tokio::spawn(follow_issuer(args.clone(), issuer_updates, shutdown.clone()));
     tokio::spawn(async move {
         let mut hangup = hangup();
         let mut backoff = Duration::from_secs(1);
+        let mut signed_by = String::new();
         loop {
             let wait = match issue(&args).await {
                 Ok(issued) => {
                     resolver.set(issued.key);
+                    signed_by = issued.issuer_pem;
                     backoff = Duration::from_secs(1);
                     let remaining = issued.renew_after.duration_since(SystemTime::now()).unwrap_or_default();
                     let not_after = issued.not_after.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
@@ -136,10 +204,26 @@ pub fn spawn(args: TlsArgs, resolver: Arc<CertResolver>, shutdown: CancellationT
                     wait
                 }
             };
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                Some(()) = next_hangup(&mut hangup) => tracing::info!("SIGHUP: renewing the certificate now"),
-                _ = shutdown.cancelled() => return,
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => break,
+                    Some(()) = next_hangup(&mut hangup) => {
+                        tracing::info!("SIGHUP: renewing the certificate now");
+                        break;
+                    }
+                    Ok(()) = issuer.changed() => {
+                        let announced = issuer.borrow_and_update().clone();
+                        if !announced.is_empty() && !signed_by.is_empty() && announced != signed_by {
+                            // Spread the replicas' renewals over a few seconds.
+                            let spread = random_up_to(Duration::from_secs(5));
+                            tracing::info!(in_ms = spread.as_millis() as u64, "the CA was rotated: renewing onto the new one");
+                            tokio::time::sleep(spread).await;
+                            break;
+                        }
+                    }
+                    _ = shutdown.cancelled() => return,
+                }
             }
         }
     })
@@ -172,7 +256,11 @@ async fn next_hangup(hangup: &mut Hangup) -> Option<()> {
 
 /// `wait` less up to a tenth, so that replicas do not renew in lockstep.
 fn jitter(wait: Duration) -> Duration {
+    wait - random_up_to(wait / 10)
+}
+
+/// Somewhere between zero and `max`, differing between processes and moments.
+fn random_up_to(max: Duration) -> Duration {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or_default();
-    let fraction = f64::from(nanos % 1000) / 10_000.0; // 0 .. 0.1
-    wait.mul_f64(1.0 - fraction)
+    max.mul_f64(f64::from(nanos % 1000) / 1000.0)
 }

@@ -63,7 +63,7 @@ pub async fn serve_webhook<W: Webhook>(
     let admin_app = admin::router(Arc::new(move || cert_ready.is_ready() && ready()), metrics);
     let limits = Limits { request_timeout: args.request_timeout, shutdown_grace: args.shutdown_grace };
     let (_, admin_result) = tokio::join!(
-        serve_tls(listener, app, server_config(resolver), limits, shutdown.clone()),
+        serve_tls(listener, app, server_config(resolver, b"http/1.1"), limits, shutdown.clone()),
         admin::serve(admin_listener, admin_app, shutdown),
     );
     admin_result.map_err(RunError::Admin)?;

@@ -80,3 +80,42 @@ pub async fn serve_tls(
         tracing::warn!("some requests did not finish within the shutdown grace period");
     }
 }
+
+/// The TLS connections accepted on `listener`, handshakes done concurrently
+/// (each within the handshake timeout) so that one slow client holds up no
+/// other: for servers, like tonic's, that take a stream of connections.
+/// Ends at `shutdown`.
+pub fn tls_connections(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: CancellationToken,
+) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>> {
+    let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    let acceptor = TlsAcceptor::from(tls);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                _ = shutdown.cancelled() => return,
+            };
+            let (acceptor, sender) = (acceptor.clone(), sender.clone());
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => {
+                        let _ = sender.send(Ok(tls)).await;
+                    }
+                    Ok(Err(err)) => tracing::debug!(%peer, error = %err, "TLS handshake failed"),
+                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(receiver)
+}

@@ -60,6 +60,11 @@ impl CertResolver {
         }
     }
 
+    /// The certificate served now, if any.
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        self.current.read().ok()?.clone()
+    }
+
     /// Whether a certificate is in hand (the server is ready to serve TLS).
     pub fn is_ready(&self) -> bool {
         self.current.read().is_ok_and(|c| c.is_some())
@@ -68,13 +73,13 @@ impl CertResolver {
 
 impl ResolvesServerCert for CertResolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.current.read().ok()?.clone()
+        self.current()
     }
 }
 
-/// A rustls server configuration (TLS 1.2 and 1.3, ring, HTTP/1.1 ALPN)
-/// that takes its certificate from `resolver`.
-pub fn server_config(resolver: Arc<CertResolver>) -> Arc<rustls::ServerConfig> {
+/// A rustls server configuration (TLS 1.2 and 1.3, ring, ALPN `alpn`, say
+/// `http/1.1` or `h2`) that takes its certificate from `resolver`.
+pub fn server_config(resolver: Arc<CertResolver>, alpn: &[u8]) -> Arc<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -84,7 +89,7 @@ pub fn server_config(resolver: Arc<CertResolver>) -> Arc<rustls::ServerConfig> {
         .unwrap_or_else(|_| {
             rustls::ServerConfig::builder().with_no_client_auth().with_cert_resolver(Arc::new(CertResolver::default()))
         });
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Arc::new(config)
 }
 

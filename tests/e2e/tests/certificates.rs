@@ -168,17 +168,9 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
             .unwrap(),
     );
     eventually("the cert-manager listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr).ok()).await;
-    let args = |token_file: &str, names: &[&str]| TlsArgs {
-        tls_cert_file: None,
-        tls_key_file: None,
-        self_signed_ca_file: None,
-        self_signed_sans: vec![],
-        cert_manager_url: Some(format!("https://127.0.0.1:{}", addr.port())),
-        cert_manager_ca_file: Some(dir.path().join("ca.crt")),
-        cert_manager_token_file: Some(dir.path().join(token_file)),
-        cert_names: names.iter().map(|s| s.to_string()).collect(),
-        cert_lifetime: Duration::from_secs(0),
-        tls_reload_interval: Duration::from_secs(2),
+    let args = |token_file: &str, names: &[&str]| {
+        let url = format!("https://127.0.0.1:{}", addr.port());
+        TlsArgs::from_cert_manager(url, dir.path().join("ca.crt"), dir.path().join(token_file), names)
     };
 
     let issued = issue(&args("token", &[&format!("webhook.{ns}.svc"), "127.0.0.1"])).await.unwrap();
