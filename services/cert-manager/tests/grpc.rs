@@ -189,3 +189,89 @@ async fn the_ca_survives_a_restart() {
     let issued = issue(&args_for(&dir, restarted.addr, "s3cret-injector-token", &["localhost"])).await.unwrap();
     assert_eq!(issued.ca_bundle_pem, before);
 }
+
+/// Whether `leaf` verifies for `localhost` against the CAs in `bundle_pem`
+/// only, as a TLS client (the API server) would check it.
+fn signed_by(leaf: &rustls::pki_types::CertificateDer<'_>, bundle_pem: &str) -> bool {
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in rustls::pki_types::CertificateDer::pem_slice_iter(bundle_pem.as_bytes()) {
+        roots.add(ca.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(std::sync::Arc::new(roots), provider)
+        .build()
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    verifier.verify_server_cert(leaf, &[], &name, &[], rustls::pki_types::UnixTime::now()).is_ok()
+}
+
+/// A CA rotation as a webhook lives through it: the new CA is trusted
+/// first (stream and published bundle) while the old one still signs; once
+/// the new one signs, the webhook's client renews onto it by itself; the
+/// old CA stays trusted for the certificates it signed.
+#[tokio::test]
+async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() {
+    use portcullis_server::tls::CertResolver;
+    let cm = start_with(&["--ca-overlap", "3s", "--ca-check-interval", "300ms"]);
+    let old = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
+    let resolver = std::sync::Arc::new(CertResolver::default());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _client = portcullis_server::cert_manager::spawn(
+        args(&cm, "s3cret-injector-token", &["localhost"]),
+        resolver.clone(),
+        shutdown.clone(),
+    );
+    let served = || resolver.current().map(|key| key.cert[0].clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while served().is_none() {
+        assert!(Instant::now() < deadline, "no certificate from the cert-manager");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let first = served().unwrap();
+    assert!(signed_by(&first, &old));
+
+    let channel = Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
+        .unwrap()
+        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&old)))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut request = tonic::Request::new(WatchTrustBundleRequest {});
+    request.metadata_mut().insert("authorization", "Bearer s3cret-injector-token".parse().unwrap());
+    let mut stream = CertificatesClient::new(channel).watch_trust_bundle(request).await.unwrap().into_inner();
+    let before = stream.message().await.unwrap().unwrap();
+    assert_eq!((before.ca_bundle_pem.as_str(), before.issuer_pem.as_str()), (old.as_str(), old.as_str()));
+
+    std::fs::write(cm.dir.path().join("ca/rotate"), "").unwrap();
+    let added = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
+    assert_eq!(added.ca_bundle_pem.matches("BEGIN CERTIFICATE").count(), 2, "the new CA is trusted first");
+    assert_eq!(added.issuer_pem, old, "the old CA still signs during the overlap");
+    assert!(added.generation > before.generation);
+    assert!(!cm.dir.path().join("ca/rotate").exists(), "the request was taken");
+    let published = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
+    assert_eq!(published, added.ca_bundle_pem, "the published bundle follows");
+    assert_eq!(served().unwrap(), first, "no renewal while the old CA signs");
+
+    let switched = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
+    let new = switched.issuer_pem.clone();
+    assert_ne!(new, old, "after the overlap the new CA signs");
+    assert!(switched.ca_bundle_pem.contains(old.trim()), "the old CA stays trusted for its certificates");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !signed_by(&served().unwrap(), &new) {
+        assert!(Instant::now() < deadline, "the webhook did not move to the new CA");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!signed_by(&served().unwrap(), &old), "the renewed certificate is the new CA's");
+    // The cert-manager's own certificate moved too: a client trusting
+    // only the new CA gets in.
+    std::fs::write(cm.dir.path().join("new-ca.pem"), &new).unwrap();
+    let only_new = TlsArgs {
+        cert_manager_ca_file: Some(cm.dir.path().join("new-ca.pem")),
+        ..args(&cm, "s3cret-injector-token", &["localhost"])
+    };
+    assert!(signed_by(&issue(&only_new).await.unwrap().key.cert[0], &new));
+    shutdown.cancel();
+}
