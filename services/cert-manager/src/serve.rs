@@ -198,7 +198,10 @@ impl OwnCertificate {
     fn renew(&self, authority: &Authority) -> anyhow::Result<()> {
         self.ca_expiry.set(authority.active.not_after().unwrap_or_default());
         if let Some(path) = &self.publish {
-            std::fs::write(path, authority.bundle_pem())
+            // Whole or not at all: webhooks read it at any moment.
+            let temporary = path.with_extension("new");
+            std::fs::write(&temporary, authority.bundle_pem())
+                .and_then(|()| std::fs::rename(&temporary, path))
                 .with_context(|| format!("publishing the CA bundle to {}", path.display()))?;
         }
         let (cert, key) = authority.active.own_certificate(&self.names, OWN_CERTIFICATE_DAYS)?;

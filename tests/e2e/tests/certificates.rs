@@ -32,6 +32,8 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
                 .arg(dir.path().join("cert-manager.yaml"))
                 .arg("--ca-dir")
                 .arg(dir.path().join("ca"))
+                .arg("--publish-ca")
+                .arg(dir.path().join("ca.crt"))
                 .args(["--listen", &cm_addr.to_string(), "--admin-listen", &cm_admin.to_string()])
                 .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
                 .env("OTEL_BSP_SCHEDULE_DELAY", "200")
@@ -42,7 +44,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     };
     // The CA exists before the webhook needs to trust the cert-manager.
     let first = cert_manager();
-    eventually("the CA is made", Duration::from_secs(10), || dir.path().join("ca/ca.crt").exists().then_some(())).await;
+    eventually("the CA is made", Duration::from_secs(10), || dir.path().join("ca.crt").exists().then_some(())).await;
     drop(first);
 
     let _injector = Process(
@@ -53,7 +55,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
             .args(["--listen", &hook.to_string(), "--admin-listen", &admin.to_string()])
             .args(["--cert-manager-url", &format!("https://127.0.0.1:{}", cm_addr.port())])
             .arg("--cert-manager-ca-file")
-            .arg(dir.path().join("ca/ca.crt"))
+            .arg(dir.path().join("ca.crt"))
             .arg("--cert-manager-token-file")
             .arg(dir.path().join("token"))
             .args(["--cert-names", "localhost,127.0.0.1"])
@@ -76,7 +78,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
 
     let cm = cert_manager();
     eventually("ready once the certificate arrives", Duration::from_secs(20), || ready().filter(|s| s == "200")).await;
-    let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca/ca.crt")).unwrap()).unwrap();
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.crt")).unwrap()).unwrap();
     let client = reqwest::Client::builder().tls_built_in_root_certs(false).add_root_certificate(ca).build().unwrap();
     let body = std::fs::read(repo().join("services/injector/tests/data/pod-v1.json")).unwrap();
     let response =
@@ -101,19 +103,33 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     let identity = server["tags"].as_array().unwrap().iter().find(|t| t["key"] == "identity").unwrap();
     assert_eq!(identity["value"], "injector");
 
-    // The cert-manager goes away: the webhook keeps serving its certificate.
+    // The cert-manager goes away and a renewal falls due (SIGHUP forces
+    // it): the renewal fails, and the webhook keeps serving its certificate
+    // and stays ready.
     drop(cm);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let hangup = |process: &Process| {
+        assert!(Command::new("kill").args(["-HUP", &process.0.id().to_string()]).status().unwrap().success());
+    };
+    hangup(&_injector);
+    tokio::time::sleep(Duration::from_secs(4)).await;
     let fresh = reqwest::Client::builder()
         .tls_built_in_root_certs(false)
         .add_root_certificate(
-            reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca/ca.crt")).unwrap()).unwrap(),
+            reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.crt")).unwrap()).unwrap(),
         )
         .build()
         .unwrap();
     let response = fresh.post(format!("https://127.0.0.1:{}/mutate", hook.port())).body(body).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(ready().as_deref(), Some("200"));
+
+    // Back again: the webhook's retries (with backoff) get the renewal.
+    let _back = cert_manager();
+    let issued = || {
+        let out = Command::new("curl").args(["-fsS", &format!("http://{cm_admin}/metrics")]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).contains("portcullis_certs_issued_total 1").then_some(())
+    };
+    eventually("the failed renewal is retried once the cert-manager is back", Duration::from_secs(40), issued).await;
 }
 
 /// Kubernetes mode: the webhook's ServiceAccount token checked with
@@ -122,6 +138,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
 /// the CA it keeps in a Secret, and cleaned up.
 #[tokio::test]
 async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
+    use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
     use portcullis_e2e::ok;
     use portcullis_server::args::TlsArgs;
     use portcullis_server::cert_manager::{IssueError, issue};
@@ -129,48 +146,16 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     let cluster = cluster();
     // The cert-manager runs as its ServiceAccount with exactly the RBAC
     // that deploy/ grants it, not as cluster-admin.
-    let ns = "portcullis-system".to_owned();
-    ok(cluster.kubectl(&["create", "namespace", &ns]));
-    let rbac = ok(cluster.kubectl(&["kustomize", repo().join("deploy/base/cert-manager").to_str().unwrap()]));
-    ok(cluster.kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &rbac));
-    ok(cluster.kubectl(&["create", "serviceaccount", "webhook", "-n", &ns]));
-    let dir = tempfile::tempdir().unwrap();
-    let own_token = ok(cluster.kubectl(&["create", "token", "portcullis-cert-manager", "-n", &ns]));
-    let mut kubeconfig = kube::config::Kubeconfig::read_from(cluster.var("KUBECONFIG")).unwrap();
-    for auth in &mut kubeconfig.auth_infos {
-        auth.auth_info =
-            Some(kube::config::AuthInfo { token: Some(own_token.trim().to_owned().into()), ..Default::default() });
-    }
-    std::fs::write(dir.path().join("kubeconfig"), serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
-    let token =
-        ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "portcullis-cert-manager"]));
-    std::fs::write(dir.path().join("token"), token.trim()).unwrap();
-    let wrong = ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "somebody-else"]));
-    std::fs::write(dir.path().join("wrong-token"), wrong.trim()).unwrap();
-    std::fs::write(
-        dir.path().join("config.yaml"),
-        format!("apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  clients:\n    - identity: {ns}/webhook\n      dnsNames: [webhook.{ns}.svc]\n      ipAddresses: [127.0.0.1]\n"),
-    )
-    .unwrap();
-    let (addr, admin) = (free_addr(), free_addr());
-    let _cert_manager = Process(
-        Command::new(binaries().join("portcullis-cert-manager"))
-            .args(["serve", "--mode", "kubernetes", "--namespace", &ns, "--config"])
-            .arg(dir.path().join("config.yaml"))
-            .arg("--publish-ca")
-            .arg(dir.path().join("ca.crt"))
-            .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
-            .env("KUBECONFIG", dir.path().join("kubeconfig"))
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
-            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
+    let ns = NAMESPACE.to_owned();
+    let setup = Setup::new(
+        cluster,
+        &format!("    - identity: {ns}/webhook\n      dnsNames: [webhook.{ns}.svc]\n      ipAddresses: [127.0.0.1]\n"),
     );
-    eventually("the cert-manager listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr).ok()).await;
+    let wrong = ok(cluster.kubectl(&["create", "token", "webhook", "-n", &ns, "--audience", "somebody-else"]));
+    std::fs::write(setup.path("wrong-token"), wrong.trim()).unwrap();
+    let primary = setup.start(cluster, "replica-one", &[]).await;
     let args = |token_file: &str, names: &[&str]| {
-        let url = format!("https://127.0.0.1:{}", addr.port());
-        TlsArgs::from_cert_manager(url, dir.path().join("ca.crt"), dir.path().join(token_file), names)
+        TlsArgs::from_cert_manager(primary.url(), setup.path("ca.crt"), setup.path(token_file), names)
     };
 
     let issued = issue(&args("token", &[&format!("webhook.{ns}.svc"), "127.0.0.1"])).await.unwrap();
@@ -225,26 +210,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
 
     // A webhook in front: one trace from the injector's certificate request
     // through the cert-manager into the Kubernetes API calls and the signer.
-    let (hook, hook_admin) = (free_addr(), free_addr());
-    let _injector = Process(
-        Command::new(binaries().join("portcullis-injector"))
-            .arg("serve")
-            .arg("--config")
-            .arg(repo().join("deploy/base/config/injector.yaml"))
-            .args(["--listen", &hook.to_string(), "--admin-listen", &hook_admin.to_string()])
-            .args(["--cert-manager-url", &format!("https://127.0.0.1:{}", addr.port())])
-            .arg("--cert-manager-ca-file")
-            .arg(dir.path().join("ca.crt"))
-            .arg("--cert-manager-token-file")
-            .arg(dir.path().join("token"))
-            .args(["--cert-names", "127.0.0.1"])
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
-            .env("OTEL_SERVICE_NAME", "portcullis-injector")
-            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let injector = setup.injector(cluster, &primary, &[]).await;
     let wanted = [
         ("portcullis-injector", "request certificate"),
         ("portcullis-cert-manager", "issue"),
@@ -265,13 +231,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     // (SIGHUP forces it) under a loop of creates: zero failed creates.
     ok(cluster.kubectl(&["create", "namespace", "renewal"]));
     ok(cluster.kubectl(&["label", "namespace", "renewal", "e2e.portcullis.dev/case=renewal"]));
-    let mutating = format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: portcullis-injector\n  labels: {{portcullis.dev/inject-ca: \"true\"}}\n\
-         webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
-         \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: renewal}}}}\n\
-         \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
-        hook.port()
-    );
+    let mutating = injector.registration("portcullis-injector", "renewal");
     ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &mutating));
     let dry_run = || {
         let out =
@@ -279,19 +239,12 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())
     };
     eventually("the injector is used with the caBundle the cert-manager set", Duration::from_secs(30), dry_run).await;
-    let issued = || {
-        let out = Command::new("curl").args(["-fsS", &format!("http://{admin}/metrics")]).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines()
-            .find_map(|l| l.strip_prefix("portcullis_certs_issued_total "))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .unwrap_or_default()
-    };
+    let issued = || primary.metric("portcullis_certs_issued_total") as u64;
     let before = issued();
     let mut failed = Vec::new();
     for i in 0..30 {
         if i % 10 == 5 {
-            let pid = _injector.0.id().to_string();
+            let pid = injector.process.0.id().to_string();
             assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
         }
         let out = cluster.kubectl(&["run", &format!("p{i}"), "--image=nginx", "-n", "renewal"]);
@@ -428,23 +381,10 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let first = eventually("a leader", Duration::from_secs(20), || Some(holder()).filter(|h| !h.is_empty())).await;
-    let (addr2, admin2) = (free_addr(), free_addr());
-    let second = Process(
-        Command::new(binaries().join("portcullis-cert-manager"))
-            .args(["serve", "--mode", "kubernetes", "--namespace", &ns, "--config"])
-            .arg(dir.path().join("config.yaml"))
-            .args(["--listen", &addr2.to_string(), "--admin-listen", &admin2.to_string()])
-            .env("KUBECONFIG", dir.path().join("kubeconfig"))
-            .env("POD_NAME", "replica-two")
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    eventually("the second replica listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr2).ok())
-        .await;
+    let second = setup.start(cluster, "replica-two", &[]).await;
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(holder(), first, "the second replica must not take a held lease");
-    drop(_cert_manager);
+    drop(primary);
     eventually("the second replica takes over", Duration::from_secs(40), || (holder() == "replica-two").then_some(()))
         .await;
     // ...and now it is the one that repairs caBundles.

@@ -1,0 +1,179 @@
+//! The cert-manager in Kubernetes mode as `deploy/` runs it: in
+//! `portcullis-system`, as its ServiceAccount with exactly the RBAC that
+//! `deploy/base/cert-manager` grants (never as cluster-admin), and an
+//! injector that takes its serving certificate from it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::{Cluster, Process, binaries, eventually, free_addr, ok, repo};
+
+/// The cert-manager's namespace, as in `deploy/`.
+pub const NAMESPACE: &str = "portcullis-system";
+
+/// The files a cert-manager and its clients share: `kubeconfig` (as the
+/// cert-manager's ServiceAccount), `token` (the ServiceAccount `webhook`'s,
+/// for the cert-manager's audience), `config.yaml`, and `ca.crt`, where the
+/// cert-manager publishes the CAs to trust.
+#[derive(Debug)]
+pub struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// Creates the namespace, applies deploy's RBAC for the cert-manager and
+    /// a ServiceAccount `webhook`, and writes the files with the
+    /// CertManagerConfig `clients` (YAML list items, indented 4).
+    pub fn new(cluster: &Cluster, clients: &str) -> Self {
+        let ns = NAMESPACE;
+        ok(cluster.kubectl(&["create", "namespace", ns]));
+        let rbac = ok(cluster.kubectl(&["kustomize", repo().join("deploy/base/cert-manager").to_str().unwrap()]));
+        ok(cluster.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], &rbac));
+        ok(cluster.kubectl(&["create", "serviceaccount", "webhook", "-n", ns]));
+        let dir = tempfile::tempdir().unwrap();
+        let own_token = ok(cluster.kubectl(&["create", "token", "portcullis-cert-manager", "-n", ns]));
+        let mut kubeconfig = kube::config::Kubeconfig::read_from(cluster.var("KUBECONFIG")).unwrap();
+        for auth in &mut kubeconfig.auth_infos {
+            auth.auth_info =
+                Some(kube::config::AuthInfo { token: Some(own_token.trim().to_owned().into()), ..Default::default() });
+        }
+        std::fs::write(dir.path().join("kubeconfig"), serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
+        let token =
+            ok(cluster.kubectl(&["create", "token", "webhook", "-n", ns, "--audience", "portcullis-cert-manager"]));
+        std::fs::write(dir.path().join("token"), token.trim()).unwrap();
+        let config =
+            format!("apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  clients:\n{clients}");
+        std::fs::write(dir.path().join("config.yaml"), config).unwrap();
+        Self { dir }
+    }
+
+    /// A file in the shared directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts a replica named `pod` with `extra` flags, exporting to the
+    /// cluster's Jaeger, and waits until it listens.
+    pub async fn start(&self, cluster: &Cluster, pod: &str, extra: &[&str]) -> CertManager {
+        let (addr, admin) = (free_addr(), free_addr());
+        let process = Process(
+            Command::new(binaries().join("portcullis-cert-manager"))
+                .args(["serve", "--mode", "kubernetes", "--namespace", NAMESPACE, "--config"])
+                .arg(self.path("config.yaml"))
+                .arg("--publish-ca")
+                .arg(self.path("ca.crt"))
+                .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+                .args(extra)
+                .env("KUBECONFIG", self.path("kubeconfig"))
+                .env("POD_NAME", pod)
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap(),
+        );
+        eventually("the cert-manager listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr).ok())
+            .await;
+        CertManager { process, addr, admin }
+    }
+
+    /// Starts an injector (deploy's injector config) serving on loopback
+    /// with a certificate from `cert_manager`, with `extra` flags.
+    pub async fn injector(&self, cluster: &Cluster, cert_manager: &CertManager, extra: &[&str]) -> Injector {
+        let (addr, admin) = (free_addr(), free_addr());
+        let process = Process(
+            Command::new(binaries().join("portcullis-injector"))
+                .arg("serve")
+                .arg("--config")
+                .arg(repo().join("deploy/base/config/injector.yaml"))
+                .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
+                .args(["--cert-manager-url", &cert_manager.url()])
+                .arg("--cert-manager-ca-file")
+                .arg(self.path("ca.crt"))
+                .arg("--cert-manager-token-file")
+                .arg(self.path("token"))
+                .args(["--cert-names", "127.0.0.1"])
+                .args(extra)
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+                .env("OTEL_SERVICE_NAME", "portcullis-injector")
+                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap(),
+        );
+        let ready = format!("http://{admin}/readyz");
+        eventually("the injector has its certificate", Duration::from_secs(40), || {
+            let out = Command::new("curl").args(["-fsS", &ready]).output().ok()?;
+            out.status.success().then_some(())
+        })
+        .await;
+        Injector { process, addr }
+    }
+}
+
+/// A running cert-manager replica.
+#[derive(Debug)]
+pub struct CertManager {
+    /// The process (killed when dropped).
+    pub process: Process,
+    /// Its gRPC address.
+    pub addr: SocketAddr,
+    /// Its admin address.
+    pub admin: SocketAddr,
+}
+
+impl CertManager {
+    /// The URL the webhooks are given.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.addr.port())
+    }
+
+    /// A counter or gauge from its /metrics (0 when absent).
+    pub fn metric(&self, name: &str) -> f64 {
+        let out = Command::new("curl").args(["-fsS", &format!("http://{}/metrics", self.admin)]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A running injector.
+#[derive(Debug)]
+pub struct Injector {
+    /// The process (killed when dropped).
+    pub process: Process,
+    /// Its webhook address.
+    pub addr: SocketAddr,
+}
+
+impl Injector {
+    /// A MutatingWebhookConfiguration `name` labelled for the caBundle
+    /// controller (no caBundle of its own), failing closed, for pods created
+    /// in namespaces labelled `e2e.portcullis.dev/case=<case>`.
+    pub fn registration(&self, name: &str, case: &str) -> String {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: {name}\n  labels: {{portcullis.dev/inject-ca: \"true\"}}\n\
+             webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
+             \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: {case}}}}}\n\
+             \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
+            self.addr.port()
+        )
+    }
+
+    /// Whether the certificate it serves now verifies against `ca_pem` only.
+    pub async fn serves_a_certificate_of(&self, ca_pem: &str) -> bool {
+        let Ok(ca) = reqwest::Certificate::from_pem(ca_pem.as_bytes()) else { return false };
+        let client = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        // Any answer means the handshake verified.
+        client.get(format!("https://127.0.0.1:{}/healthz", self.addr.port())).send().await.is_ok()
+    }
+}
