@@ -141,6 +141,11 @@ TR
     --allow-privileged=true --tracing-config-file "$dir/tracing.yaml" --v=1
   wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
 
+  # kube-controller-manager runs with one identity (no per-controller
+  # ServiceAccounts here): give it the CSR signing controller's role, as
+  # system:controller:certificate-controller has in a kubeadm cluster.
+  "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-csr-signing \
+    --clusterrole=system:controller:certificate-controller --user=system:kube-controller-manager >/dev/null
   log "starting kube-controller-manager (CSR signing, namespace cleanup)"
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
     --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \

@@ -227,7 +227,9 @@ impl CertificatesService {
         let leaf = match &self.backend {
             Backend::Standalone { authority } => {
                 let signer = authority.borrow().active.clone();
-                signer.sign(&approved).map_err(|e| e.to_string())
+                signer
+                    .sign(&approved)
+                    .map_err(|e| Status::unavailable(format!("the certificate could not be signed: {e}")))
             }
             Backend::Kubernetes { client, signer_name, timeout, .. } => crate::kubernetes::issue_through_csr(
                 client,
@@ -238,12 +240,16 @@ impl CertificatesService {
                 *timeout,
             )
             .await
-            .map_err(|e| e.to_string()),
+            .map_err(|e| match e {
+                // The signer's verdict: asking again will not change it.
+                e @ crate::kubernetes::KubeError::Refused { .. } => Status::failed_precondition(e.to_string()),
+                e => Status::unavailable(format!("the certificate could not be signed: {e}")),
+            }),
         }
-        .map_err(|e| {
+        .inspect_err(|status| {
             self.metrics.refused("signer");
-            tracing::error!(error = %e, "signing failed");
-            Status::unavailable(format!("the certificate could not be signed: {e}"))
+            span.record("result", "signer");
+            tracing::error!(error = %status.message(), "signing failed");
         })?;
         // The signer has the last word on the lifetime: read it from the
         // certificate, not from what was asked.

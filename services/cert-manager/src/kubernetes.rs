@@ -37,7 +37,15 @@ pub enum KubeError {
         #[source]
         source: kube::Error,
     },
-    /// The CSR was denied or failed, or not signed in time.
+    /// The CSR was denied, or its signer marked it failed.
+    #[error("CertificateSigningRequest {name} was refused: {reason}")]
+    Refused {
+        /// The CSR object's name.
+        name: String,
+        /// The condition, its reason and message.
+        reason: String,
+    },
+    /// The CSR was not signed in time, or the result is unusable.
     #[error("CertificateSigningRequest {name}: {reason}")]
     Csr {
         /// The CSR object's name.
@@ -168,7 +176,7 @@ async fn approve_and_wait(
                 c.reason.clone().unwrap_or_default(),
                 c.message.clone().unwrap_or_default()
             );
-            return Err(KubeError::Csr { name: name.to_owned(), reason });
+            return Err(KubeError::Refused { name: name.to_owned(), reason });
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(KubeError::Csr {

@@ -41,6 +41,24 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         let out = ok(cluster().kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &rendered));
         assert!(out.contains("deployment.apps/portcullis-validator created (server dry run)"), "{overlay}: {out}");
     }
+    // An environment's overlay with the kubelet-serving component, as a
+    // platform team would write it.
+    let overlay = tempfile::tempdir().unwrap();
+    let up = "../".repeat(overlay.path().components().count());
+    let deploy = format!("{up}{}", repo().join("deploy").to_str().unwrap().trim_start_matches('/'));
+    std::fs::write(
+        overlay.path().join("kustomization.yaml"),
+        format!("resources: [{deploy}/overlays/prod]\ncomponents: [{deploy}/components/kubelet-serving-signer]\n"),
+    )
+    .unwrap();
+    let kubelet_serving = ok(cluster().kubectl(&["kustomize", overlay.path().to_str().unwrap()]));
+    for wanted in
+        ["value: kubernetes.io/kubelet-serving", "value: system:node:portcullis-injector", "name: kube-root-ca.crt"]
+    {
+        assert!(kubelet_serving.contains(wanted), "the kubelet-serving component sets {wanted}");
+    }
+    ok(cluster().kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &kubelet_serving));
+
     let prod = render("prod");
     assert!(prod.contains("replicas: 3"));
     assert!(prod.contains("topologySpreadConstraints"));
