@@ -44,9 +44,10 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         Mode::Standalone => None,
     };
     let store = match &client {
-        Some(client) => {
-            Store::Secret { api: kube::Api::namespaced(client.clone(), &args.namespace), name: args.ca_secret.clone() }
-        }
+        Some(client) => Store::Secret {
+            api: Box::new(kube::Api::namespaced(client.clone(), &args.namespace)),
+            name: args.ca_secret.clone(),
+        },
         None => Store::Dir(args.ca_dir.clone().context("--ca-dir is required in standalone mode")?),
     };
     let authority = keeper::load_or_create(&store, &policy).await.context("the CA")?;

@@ -63,7 +63,7 @@ pub enum Store {
     /// A Secret (Kubernetes mode).
     Secret {
         /// The namespace's Secrets.
-        api: Api<Secret>,
+        api: Box<Api<Secret>>,
         /// The Secret's name.
         name: String,
     },
