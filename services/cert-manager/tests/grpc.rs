@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use portcullis_proto::certs::v1::WatchTrustBundleRequest;
 use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
+use portcullis_proto::certs::v1::{IssueRequest, WatchTrustBundleRequest};
 use portcullis_server::args::TlsArgs;
 use portcullis_server::cert_manager::{IssueError, issue};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
@@ -85,6 +85,17 @@ fn args_for(dir: &Path, addr: SocketAddr, token: &str, names: &[&str]) -> TlsArg
     TlsArgs::from_cert_manager(format!("https://localhost:{}", addr.port()), dir.join("trust.pem"), token_file, names)
 }
 
+/// A raw gRPC channel to `cm`, trusting `ca_pem`.
+async fn channel(cm: &CertManager, ca_pem: &str) -> tonic::transport::Channel {
+    Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
+        .unwrap()
+        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem)))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn issues_and_refuses_with_precise_statuses() {
     let cm = start();
@@ -119,13 +130,7 @@ async fn issues_and_refuses_with_precise_statuses() {
     );
 
     // Raw gRPC: no token at all, health, and the trust-bundle stream.
-    let channel = Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
-        .unwrap()
-        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&ca)))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = channel(&cm, &ca).await;
     let status =
         CertificatesClient::new(channel.clone()).watch_trust_bundle(WatchTrustBundleRequest {}).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unauthenticated);
@@ -135,6 +140,16 @@ async fn issues_and_refuses_with_precise_statuses() {
     let mut stream = CertificatesClient::new(channel.clone()).watch_trust_bundle(request).await.unwrap().into_inner();
     let bundle = stream.message().await.unwrap().unwrap();
     assert_eq!(bundle.ca_bundle_pem, ca);
+    // A request for CA:true, made by hand: refused, and why.
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let csr_pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    let mut request = tonic::Request::new(IssueRequest { csr_pem, lifetime_seconds: 0 });
+    request.metadata_mut().insert("authorization", "Bearer s3cret-injector-token".parse().unwrap());
+    let status = CertificatesClient::new(channel.clone()).issue(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert_eq!(status.message(), "the certificate request asks for CA:true; only leaf certificates are issued");
     let health = tonic_health::pb::health_client::HealthClient::new(channel)
         .check(tonic_health::pb::HealthCheckRequest { service: "portcullis.certs.v1.Certificates".into() })
         .await
@@ -149,6 +164,7 @@ async fn issues_and_refuses_with_precise_statuses() {
     .unwrap();
     assert!(metrics.contains("portcullis_certs_issued_total 2"), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="name_not_allowed"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="ca"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="unauthenticated"}"#), "{metrics}");
     let ca_expiry: i64 = metrics
         .lines()
@@ -232,13 +248,7 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
     let first = served().unwrap();
     assert!(signed_by(&first, &old));
 
-    let channel = Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
-        .unwrap()
-        .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&old)))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = channel(&cm, &old).await;
     let mut request = tonic::Request::new(WatchTrustBundleRequest {});
     request.metadata_mut().insert("authorization", "Bearer s3cret-injector-token".parse().unwrap());
     let mut stream = CertificatesClient::new(channel).watch_trust_bundle(request).await.unwrap().into_inner();
@@ -251,8 +261,11 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
     assert_eq!(added.issuer_pem, old, "the old CA still signs during the overlap");
     assert!(added.generation > before.generation);
     assert!(!cm.dir.path().join("ca/rotate").exists(), "the request was taken");
-    let published = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
-    assert_eq!(published, added.ca_bundle_pem, "the published bundle follows");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap() != added.ca_bundle_pem {
+        assert!(Instant::now() < deadline, "the published bundle does not follow");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(served().unwrap(), first, "no renewal while the old CA signs");
 
     let switched = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();

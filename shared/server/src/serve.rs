@@ -1,6 +1,7 @@
 //! The HTTPS listener: rustls handshakes, HTTP/1.1 with keep-alive, time
 //! limits for slow clients, and a graceful shutdown that closes idle
-//! keep-alive connections so the API server does not reuse a dying pod's.
+//! keep-alive connections so the API server does not reuse a dying pod's;
+//! and the same TLS accepting as a stream of connections, for gRPC.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,35 +41,13 @@ pub async fn serve_tls(
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.request_timeout).keep_alive(true);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(err) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    tracing::warn!(error = %err, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.cancelled() => break,
-        };
+    while let Some((tcp, peer)) = accept(&listener, &shutdown).await {
         let acceptor = acceptor.clone();
         let service = TowerToHyperService::new(app.clone());
         let http = http.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(err)) => {
-                    tracing::debug!(%peer, error = %err, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let Some(tls) = handshake(&acceptor, tcp, peer).await else { return };
             let conn = http.serve_connection(TokioIo::new(tls), service);
             if let Err(err) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %err, "connection ended with an error");
@@ -93,29 +72,54 @@ pub fn tls_connections(
     let (sender, receiver) = tokio::sync::mpsc::channel(64);
     let acceptor = TlsAcceptor::from(tls);
     tokio::spawn(async move {
-        loop {
-            let (tcp, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-                _ = shutdown.cancelled() => return,
-            };
+        while let Some((tcp, peer)) = accept(&listener, &shutdown).await {
             let (acceptor, sender) = (acceptor.clone(), sender.clone());
             tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => {
-                        let _ = sender.send(Ok(tls)).await;
-                    }
-                    Ok(Err(err)) => tracing::debug!(%peer, error = %err, "TLS handshake failed"),
-                    Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                if let Some(tls) = handshake(&acceptor, tcp, peer).await {
+                    let _ = sender.send(Ok(tls)).await;
                 }
             });
         }
     });
     tokio_stream::wrappers::ReceiverStream::new(receiver)
+}
+
+/// The next connection on `listener`, or `None` at `shutdown`. Accept
+/// errors (out of file descriptors and the like) are waited out.
+async fn accept(
+    listener: &TcpListener,
+    shutdown: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => return Some(conn),
+                Err(err) => {
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.cancelled() => return None,
+        }
+    }
+}
+
+/// The TLS handshake on `tcp`, within [`HANDSHAKE_TIMEOUT`]; `None` (logged
+/// at debug) when it fails or times out.
+async fn handshake(
+    acceptor: &TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => Some(tls),
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, error = %err, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
 }

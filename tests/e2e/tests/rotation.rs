@@ -87,8 +87,10 @@ async fn pods_keep_being_admitted_through_a_ca_rotation() {
     let new = both.replacen(&format!("{}\n", old.trim()), "", 1);
     assert_eq!(secret("tls.crt"), old, "the old CA signs during the overlap");
     assert!(injector.serves_a_certificate_of(&old).await, "no renewal while the old CA signs");
-    let published = std::fs::read_to_string(setup.path("ca.crt")).unwrap();
-    assert_eq!(count(&published), 2, "the cert-manager's clients are told of the new CA too");
+    eventually("the cert-manager's clients are told of the new CA too", Duration::from_secs(5), || {
+        (count(&std::fs::read_to_string(setup.path("ca.crt")).unwrap()) == 2).then_some(())
+    })
+    .await;
     let annotations = ok(cluster.kubectl(&[
         "get",
         "secret",
