@@ -48,14 +48,14 @@ pub fn evaluate(
     req: &Request,
 ) -> (Vec<Finding>, Vec<String>) {
     let inner = &req.inner;
-    let old = inner.old_object.as_ref().and_then(|o| serde_json::to_value(o).ok());
+    let old = req.old_object.as_ref();
     // DELETE has only the old object; every other operation is judged on the new one.
-    let subject = req.object.as_ref().or(old.as_ref());
+    let subject = req.object.as_ref().or(old);
     let mut findings = Vec::new();
     let mut applied = Vec::new();
     let mut with_cel = Vec::new();
     for (index, policy) in set.policies.iter().enumerate() {
-        match matches(policy, settings, namespaces, req, old.as_ref()) {
+        match matches(policy, settings, namespaces, req, old) {
             Ok(false) => continue,
             Ok(true) => {}
             Err(reason) => {
@@ -76,7 +76,7 @@ pub fn evaluate(
         }
     }
     if !with_cel.is_empty() {
-        let bindings = Bindings::new(req.object.as_ref(), old.as_ref(), &request_json(req));
+        let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
         match run_cel(set.clone(), with_cel.clone(), bindings, settings.cel_deadline) {
             Ok(outcomes) => {
                 for (index, outcome) in with_cel.into_iter().zip(outcomes) {

@@ -32,6 +32,9 @@ pub enum DecodeError {
     /// The request has an empty `uid`, so no response could be matched to it.
     #[error("AdmissionReview request has no uid")]
     MissingUid,
+    /// `request.object` or `request.oldObject` is not a JSON object.
+    #[error("request.{0} is not an object")]
+    NotAnObject(&'static str),
     /// The embedded object's own `kind` or `apiVersion` contradicts the
     /// request's `kind`.
     #[error("object is a {found}, but the request declares {declared}")]
@@ -43,15 +46,18 @@ pub enum DecodeError {
     },
 }
 
-/// A decoded admission request: the typed request plus its object as plain
-/// JSON, ready for a decision function that diffs what it changes.
+/// A decoded admission request: the typed request envelope plus its objects
+/// as plain JSON, ready for a decision function that diffs what it changes.
 #[derive(Debug)]
 pub struct Request {
-    /// The request as the API server sent it (object and oldObject
-    /// included), with the review's `apiVersion` kept for the response.
+    /// The request as the API server sent it, with the review's
+    /// `apiVersion` kept for the response. Its `object` and `oldObject` are
+    /// moved out into [`Request::object`] and [`Request::old_object`].
     pub inner: AdmissionRequest<DynamicObject>,
-    /// `request.object` as JSON (`None` for DELETE and CONNECT).
+    /// `request.object` (`None` for DELETE and CONNECT).
     pub object: Option<Value>,
+    /// `request.oldObject` (UPDATE and DELETE).
+    pub old_object: Option<Value>,
 }
 
 impl Request {
@@ -66,13 +72,17 @@ impl Request {
     }
 }
 
-/// Decodes the body of a webhook call.
-///
-/// Accepts `admission.k8s.io/v1` and `v1beta1`; refuses reviews without a
-/// request or uid, and objects whose own `kind`/`apiVersion` contradict the
-/// request's `kind`.
+/// Decodes and checks an `AdmissionReview` body (v1 or v1beta1). The body is
+/// parsed once; the objects, which are most of it, are moved out as JSON
+/// and only the small envelope is typed.
 pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
-    let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body).map_err(DecodeError::Json)?;
+    let mut review: Value = serde_json::from_slice(body).map_err(DecodeError::Json)?;
+    let mut take = |field: &str| {
+        let request = review.get_mut("request").and_then(Value::as_object_mut)?;
+        request.remove(field).filter(|v| !v.is_null())
+    };
+    let (object, old_object) = (take("object"), take("oldObject"));
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(review).map_err(DecodeError::Json)?;
     let (api_version, kind) = (&review.types.api_version, &review.types.kind);
     if kind != "AdmissionReview" || !API_VERSIONS.contains(&api_version.as_str()) {
         return Err(DecodeError::UnsupportedType { api_version: api_version.clone(), kind: kind.clone() });
@@ -81,36 +91,37 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
     if inner.uid.is_empty() {
         return Err(DecodeError::MissingUid);
     }
-    let object = match &inner.object {
-        Some(object) => {
-            check_kind(&inner.kind, object)?;
-            Some(serde_json::to_value(object).map_err(DecodeError::Json)?)
+    for (field, value) in [("object", &object), ("oldObject", &old_object)] {
+        if let Some(value) = value {
+            check_kind(&inner.kind, field, value)?;
         }
-        None => None,
-    };
-    Ok(Request { inner, object })
+    }
+    Ok(Request { inner, object, old_object })
 }
 
-/// Refuses an object whose `kind`/`apiVersion`, where it states them, are not
-/// the ones the request declares. The API server never sends such a review;
-/// a hand-made or corrupted one must not be mutated as something it is not.
-fn check_kind(declared: &GroupVersionKind, object: &DynamicObject) -> Result<(), DecodeError> {
-    let Some(types) = &object.types else {
-        return Ok(());
-    };
+/// Refuses an object that is not a JSON object, or whose `kind`/`apiVersion`,
+/// where it states them, are not the ones the request declares. The API
+/// server never sends such a review; a hand-made or corrupted one must not
+/// be mutated as something it is not.
+fn check_kind(declared: &GroupVersionKind, field: &'static str, object: &Value) -> Result<(), DecodeError> {
+    if !object.is_object() {
+        return Err(DecodeError::NotAnObject(field));
+    }
+    let stated = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (kind, api_version) = (stated("kind"), stated("apiVersion"));
     let declared_api_version = if declared.group.is_empty() {
         declared.version.clone()
     } else {
         format!("{}/{}", declared.group, declared.version)
     };
-    let kind_ok = types.kind.is_empty() || types.kind == declared.kind;
-    let version_ok = types.api_version.is_empty() || types.api_version == declared_api_version;
+    let kind_ok = kind.is_empty() || kind == declared.kind;
+    let version_ok = api_version.is_empty() || api_version == declared_api_version;
     if kind_ok && version_ok {
         return Ok(());
     }
     Err(DecodeError::KindMismatch {
         declared: format!("{declared_api_version} {}", declared.kind),
-        found: format!("{} {}", types.api_version, types.kind),
+        found: format!("{api_version} {kind}"),
     })
 }
 
@@ -183,17 +194,27 @@ mod tests {
         review("admission.k8s.io/v1", pod_request(json!({"apiVersion": "v1", "kind": "Service", "metadata": {}}))),
         "object is a v1 Service, but the request declares v1 Pod"
     )]
+    #[case::object_not_an_object(review("admission.k8s.io/v1", pod_request(json!("a pod"))), "request.object is not an object")]
+    #[case::old_object_of_another_kind(
+        review("admission.k8s.io/v1", {
+            let mut r = pod_request(json!({"metadata": {}}));
+            r["oldObject"] = json!({"apiVersion": "v1", "kind": "Secret"});
+            r
+        }),
+        "object is a v1 Secret, but the request declares v1 Pod"
+    )]
     fn refuses_bad_input_with_a_clear_message(#[case] body: Vec<u8>, #[case] expected: &str) {
         let err = decode(&body).expect_err("must be refused");
         assert!(err.to_string().contains(expected), "{err}");
     }
 
     #[test]
-    fn delete_has_no_object() {
+    fn delete_has_only_the_old_object() {
         let mut request = pod_request(Value::Null);
         request["operation"] = json!("DELETE");
         request["oldObject"] = json!({"metadata": {"name": "p"}});
         let req = decode(&review("admission.k8s.io/v1", request)).expect("valid");
         assert!(req.object.is_none());
+        assert_eq!(req.old_object.as_ref().and_then(|o| o["metadata"]["name"].as_str()), Some("p"));
     }
 }
