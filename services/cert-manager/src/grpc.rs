@@ -37,6 +37,10 @@ pub struct IssueMetrics {
     duration: Histogram,
     /// The signing CA's notAfter, Unix seconds.
     pub ca_expiry: Gauge,
+    /// How many CAs the trust bundle holds (2 during a rotation).
+    pub bundle_cas: Gauge,
+    /// The trust bundle's generation.
+    pub bundle_generation: Gauge,
 }
 
 impl Default for IssueMetrics {
@@ -46,6 +50,8 @@ impl Default for IssueMetrics {
             refused: Family::default(),
             duration: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14)),
             ca_expiry: Gauge::default(),
+            bundle_cas: Gauge::default(),
+            bundle_generation: Gauge::default(),
         }
     }
 }
@@ -60,6 +66,16 @@ impl IssueMetrics {
             "ca_expiry_timestamp_seconds",
             "notAfter of the signing CA, Unix seconds (alert on time() - this)",
             self.ca_expiry.clone(),
+        );
+        registry.register(
+            "ca_bundle_certificates",
+            "CAs in the trust bundle: 1, or 2 while a rotation is under way (alert when it stays 2 past maxLifetimeSeconds)",
+            self.bundle_cas.clone(),
+        );
+        registry.register(
+            "ca_bundle_generation",
+            "Generation of the trust bundle; each rotation step adds one",
+            self.bundle_generation.clone(),
         );
     }
 

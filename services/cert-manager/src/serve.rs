@@ -11,7 +11,6 @@ use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
 use portcullis_server::tls::{CertResolver, certified_key, server_config};
 use portcullis_server::{Metrics, admin, shutdown_signal, watch as files};
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -123,7 +122,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         names: args.serving_names.clone(),
         publish: args.publish_ca.clone(),
         resolver: resolver.clone(),
-        ca_expiry: issue_metrics.ca_expiry.clone(),
+        metrics: issue_metrics.clone(),
     };
     own.renew(&authorities.borrow()).context("the cert-manager's own certificate")?;
     tokio::spawn(own.follow(authorities.subscribe(), shutdown.clone()));
@@ -191,17 +190,20 @@ struct OwnCertificate {
     names: Vec<String>,
     publish: Option<PathBuf>,
     resolver: Arc<CertResolver>,
-    ca_expiry: Gauge,
+    metrics: Arc<IssueMetrics>,
 }
 
 impl OwnCertificate {
     /// Serves a new certificate from the active CA and publishes the bundle.
     fn renew(&self, authority: &Authority) -> anyhow::Result<()> {
-        self.ca_expiry.set(authority.active.not_after().unwrap_or_default());
+        self.metrics.ca_expiry.set(authority.active.not_after().unwrap_or_default());
+        let bundle = authority.bundle_pem();
+        self.metrics.bundle_cas.set(i64::try_from(bundle.matches("BEGIN CERTIFICATE").count()).unwrap_or_default());
+        self.metrics.bundle_generation.set(i64::try_from(authority.generation).unwrap_or(i64::MAX));
         if let Some(path) = &self.publish {
             // Whole or not at all: webhooks read it at any moment.
             let temporary = path.with_extension("new");
-            std::fs::write(&temporary, authority.bundle_pem())
+            std::fs::write(&temporary, &bundle)
                 .and_then(|()| std::fs::rename(&temporary, path))
                 .with_context(|| format!("publishing the CA bundle to {}", path.display()))?;
         }

@@ -267,6 +267,11 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(served().unwrap(), first, "no renewal while the old CA signs");
+    let metrics = || {
+        let out = Command::new("curl").args(["-fsS", &format!("http://{}/metrics", cm.admin)]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(metrics().contains("portcullis_ca_bundle_certificates 2"), "a rotation under way shows: {}", metrics());
 
     let switched = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
     let new = switched.issuer_pem.clone();
