@@ -159,7 +159,10 @@ impl Authority {
         let ageing = out.active.not_after().is_none_or(|end| end - now < third);
         if out.next.is_none() && (requested || ageing) {
             let (cert, key) = LocalCa::generate(policy.ca_lifetime)?;
-            let overlap = i64::try_from(policy.overlap.as_secs()).unwrap_or(i64::MAX / 2);
+            // An expired CA (the cert-manager was down for its whole last
+            // third) has nothing valid left to protect: replace it at once.
+            let expired = out.active.not_after().is_none_or(|end| end <= now);
+            let overlap = if expired { 0 } else { i64::try_from(policy.overlap.as_secs()).unwrap_or(i64::MAX / 2) };
             out.next = Some(Next { ca: Arc::new(LocalCa::from_pem(&cert, &key)?), signs_from: now + overlap });
             done.push(if requested {
                 "made a new CA on request: trusted now, signing after the overlap"
@@ -289,6 +292,17 @@ mod tests {
         let late = authority.active.not_after().unwrap() - (policy.ca_lifetime.as_secs() / 3) as i64 + 1;
         let (rotating, what) = authority.step(late, false, &policy).unwrap().unwrap();
         assert!(rotating.next.is_some(), "{what}");
+    }
+
+    #[test]
+    fn an_expired_ca_is_replaced_without_waiting_for_the_overlap() {
+        let policy = policy();
+        let authority = Authority::create(policy.ca_lifetime).unwrap();
+        let after_expiry = authority.active.not_after().unwrap() + 1;
+        let (rotating, _) = authority.step(after_expiry, false, &policy).unwrap().unwrap();
+        assert_eq!(rotating.next.as_ref().unwrap().signs_from, after_expiry);
+        let (switched, _) = rotating.step(after_expiry, false, &policy).unwrap().unwrap();
+        assert_eq!(switched.active.bundle_pem(), rotating.next.as_ref().unwrap().ca.bundle_pem(), "the new CA signs");
     }
 
     #[test]

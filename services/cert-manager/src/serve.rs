@@ -38,6 +38,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         max_leaf_lifetime: Duration::from_secs(config.max_lifetime_seconds),
     };
     policy.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(!args.ca_check_interval.is_zero(), "--ca-check-interval must be more than 0");
     let client = match args.mode {
         Mode::Kubernetes => Some(kube::Client::try_default().await.context("connecting to the Kubernetes API")?),
         Mode::Standalone => None,
