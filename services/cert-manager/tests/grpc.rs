@@ -65,12 +65,16 @@ fn start_with(extra: &[&str]) -> CertManager {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    let mut cm = CertManager { child, addr, admin, dir };
+    // Its own published bundle, not just an open port (a port picked by
+    // free() may be taken by a concurrent test's process meanwhile).
     let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(addr).is_err() {
+    while !cm.dir.path().join("trust.pem").exists() || std::net::TcpStream::connect(addr).is_err() {
+        assert!(cm.child.try_wait().unwrap().is_none(), "cert-manager exited");
         assert!(Instant::now() < deadline, "cert-manager did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    CertManager { child, addr, admin, dir }
+    cm
 }
 
 fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {

@@ -74,9 +74,13 @@ impl Setup {
                 .spawn()
                 .unwrap(),
         );
-        eventually("the cert-manager listens", Duration::from_secs(20), || std::net::TcpStream::connect(addr).ok())
-            .await;
-        CertManager { process, addr, admin }
+        let mut cert_manager = CertManager { process, addr, admin };
+        eventually("the cert-manager listens", Duration::from_secs(20), || {
+            assert!(cert_manager.process.0.try_wait().unwrap().is_none(), "the cert-manager exited");
+            std::net::TcpStream::connect(addr).ok()
+        })
+        .await;
+        cert_manager
     }
 
     /// Starts an injector (deploy's injector config) serving on loopback
