@@ -24,6 +24,18 @@ pub enum Command {
     Serve(Box<Serve>),
     /// Exit 0 if the running service's /readyz says ready.
     Ready(portcullis_server::args::ProbeArgs),
+    /// Standalone: ask the running cert-manager to rotate its CA (it takes
+    /// the request within `--ca-check-interval`). In Kubernetes mode,
+    /// annotate the CA Secret with `portcullis.dev/rotate` instead.
+    RotateCa(RotateCa),
+}
+
+/// `rotate-ca` flags.
+#[derive(Debug, clap::Args)]
+pub struct RotateCa {
+    /// The running cert-manager's `--ca-dir`.
+    #[arg(long, env = "PORTCULLIS_CA_DIR")]
+    pub ca_dir: PathBuf,
 }
 
 /// Where certificates come from and how callers prove who they are.
@@ -46,7 +58,7 @@ pub struct Serve {
     #[arg(long, env = "PORTCULLIS_MODE", value_enum, default_value = "standalone")]
     pub mode: Mode,
     /// Standalone: directory of the CA state (`ca-state.json`, mode 0600),
-    /// made on first start. `touch DIR/rotate` asks for a CA rotation.
+    /// made on first start. `rotate-ca` asks for a CA rotation.
     #[arg(long, env = "PORTCULLIS_CA_DIR", required_if_eq("mode", "standalone"))]
     pub ca_dir: Option<PathBuf>,
     /// Kubernetes: the namespace of the CA Secret (the cert-manager's own).

@@ -14,6 +14,11 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("not ready")
             }
         }
+        Command::RotateCa(args) => {
+            portcullis_cert_manager::store::request_rotation(&args.ca_dir)?;
+            println!("rotation requested; the cert-manager logs each step as \"CA rotation: ...\"");
+            Ok(())
+        }
         Command::Serve(args) => {
             let telemetry = portcullis_telemetry::init("portcullis-cert-manager", &cli.log)?;
             let result = portcullis_cert_manager::serve::run(*args).await;

@@ -143,6 +143,18 @@ impl Store {
     }
 }
 
+/// Asks the cert-manager whose `--ca-dir` is `dir` to rotate its CA. Refused
+/// when the directory holds no CA: a typo must not pass silently.
+pub fn request_rotation(dir: &Path) -> Result<(), StoreError> {
+    let state = dir.join(STATE_FILE);
+    if !state.exists() && !dir.join("ca.key").exists() {
+        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no CA here (is this the --ca-dir?)");
+        return Err(StoreError::Io { path: state, source });
+    }
+    let path = dir.join(ROTATE_FILE);
+    std::fs::write(&path, "").map_err(|source| StoreError::Io { path, source })
+}
+
 /// The CA as version 0.1.0 kept it (`ca.crt`, `ca.key`), so that an
 /// upgrade keeps the CA; the next write moves it into the state file.
 fn read_first_layout(dir: &Path) -> Result<Option<BTreeMap<String, String>>, StoreError> {

@@ -259,7 +259,19 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
     let before = stream.message().await.unwrap().unwrap();
     assert_eq!((before.ca_bundle_pem.as_str(), before.issuer_pem.as_str()), (old.as_str(), old.as_str()));
 
-    std::fs::write(cm.dir.path().join("ca/rotate"), "").unwrap();
+    let asked = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+        .args(["rotate-ca", "--ca-dir"])
+        .arg(cm.dir.path().join("ca"))
+        .output()
+        .unwrap();
+    assert!(asked.status.success(), "{}", String::from_utf8_lossy(&asked.stderr));
+    let typo = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+        .args(["rotate-ca", "--ca-dir"])
+        .arg(cm.dir.path().join("cas"))
+        .output()
+        .unwrap();
+    assert!(!typo.status.success());
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("no CA here"), "{}", String::from_utf8_lossy(&typo.stderr));
     let added = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
     assert_eq!(added.ca_bundle_pem.matches("BEGIN CERTIFICATE").count(), 2, "the new CA is trusted first");
     assert_eq!(added.issuer_pem, old, "the old CA still signs during the overlap");
