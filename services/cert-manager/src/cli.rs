@@ -24,10 +24,24 @@ pub enum Command {
     Serve(Box<Serve>),
     /// Exit 0 if the running service's /readyz says ready.
     Ready(portcullis_server::args::ProbeArgs),
+    /// Send one certificate request by hand, as a webhook would, and print
+    /// what comes back: the certificate, or the refusal (exit 1).
+    Request(Box<Request>),
     /// Standalone: ask the running cert-manager to rotate its CA (it takes
     /// the request within `--ca-check-interval`). In Kubernetes mode,
     /// annotate the CA Secret with `portcullis.dev/rotate` instead.
     RotateCa(RotateCa),
+}
+
+/// `request` flags: the webhooks' `--cert-manager-*` and `--cert-*` flags.
+#[derive(Debug, clap::Args)]
+pub struct Request {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub tls: portcullis_server::TlsArgs,
+    /// Ask for CA:true, to see the request refused.
+    #[arg(long)]
+    pub ask_for_ca: bool,
 }
 
 /// `rotate-ca` flags.

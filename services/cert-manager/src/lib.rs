@@ -12,7 +12,7 @@
 //! webhook configurations' caBundles current ([`ca_bundle`]). The CA is
 //! rotated in steps that never leave a live certificate untrusted
 //! ([`authority`]), kept in a [`store`] and followed by every replica
-//! ([`keeper`]).
+//! ([`keeper`]). [`request`] sends one request by hand, as a webhook would.
 
 #![forbid(unsafe_code)]
 
@@ -26,5 +26,6 @@ pub mod grpc;
 pub mod keeper;
 pub mod kubernetes;
 pub mod leader;
+pub mod request;
 pub mod serve;
 pub mod store;

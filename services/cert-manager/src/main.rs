@@ -14,6 +14,14 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("not ready")
             }
         }
+        Command::Request(args) => {
+            // A refusal is an answer, not a crash: its message, exit 1.
+            if let Err(err) = portcullis_cert_manager::request::run(*args).await {
+                eprintln!("{err:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::RotateCa(args) => {
             portcullis_cert_manager::store::request_rotation(&args.ca_dir)?;
             println!("rotation requested; the cert-manager logs each step as \"CA rotation: ...\"");

@@ -133,6 +133,29 @@ async fn issues_and_refuses_with_precise_statuses() {
         "the validator gets its own name"
     );
 
+    // The same by hand, with `portcullis-cert-manager request`.
+    let by_hand = |names: &str| {
+        let token = cm.dir.path().join("injector-token");
+        Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+            .args(["request", "--cert-manager-url", &format!("https://localhost:{}", cm.addr.port())])
+            .arg("--cert-manager-ca-file")
+            .arg(cm.dir.path().join("trust.pem"))
+            .arg("--cert-manager-token-file")
+            .arg(token)
+            .args(["--cert-names", names])
+            .output()
+            .unwrap()
+    };
+    let granted = by_hand("localhost");
+    assert!(granted.status.success(), "{}", String::from_utf8_lossy(&granted.stderr));
+    assert!(String::from_utf8_lossy(&granted.stdout).starts_with("-----BEGIN CERTIFICATE-----"));
+    let refused = by_hand("validator.local");
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "refused: PermissionDenied: injector may not have the name validator.local (it may have: localhost, 127.0.0.1)"
+    );
+
     // Raw gRPC: no token at all, health, and the trust-bundle stream.
     let channel = channel(&cm, &ca).await;
     let status =
@@ -166,8 +189,8 @@ async fn issues_and_refuses_with_precise_statuses() {
         Command::new("curl").args(["-fsS", &format!("http://{}/metrics", cm.admin)]).output().unwrap().stdout,
     )
     .unwrap();
-    assert!(metrics.contains("portcullis_certs_issued_total 2"), "{metrics}");
-    assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="name_not_allowed"} 1"#), "{metrics}");
+    assert!(metrics.contains("portcullis_certs_issued_total 3"), "{metrics}");
+    assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="name_not_allowed"} 2"#), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="ca"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="unauthenticated"}"#), "{metrics}");
     let ca_expiry: i64 = metrics

@@ -53,6 +53,8 @@ pub struct Issued {
     pub renew_after: SystemTime,
     /// The certificate's notAfter.
     pub not_after: SystemTime,
+    /// The certificate chain as returned, PEM (leaf first).
+    pub chain_pem: String,
     /// The trust bundle (caBundle) the cert-manager returned.
     pub ca_bundle_pem: String,
     /// The CA that signed it (empty when the cert-manager does not say).
@@ -62,9 +64,29 @@ pub struct Issued {
 /// Requests one certificate for `args.cert_names`, as a client span whose
 /// context travels to the cert-manager in the gRPC metadata.
 pub async fn issue(args: &TlsArgs) -> Result<Issued, IssueError> {
+    issue_for(args, request_params(args)?).await
+}
+
+/// What the webhooks ask for: `args.cert_names`, and a subject only when
+/// `--cert-common-name`/`--cert-organizations` say so.
+pub fn request_params(args: &TlsArgs) -> Result<CertificateParams, IssueError> {
+    let mut params = CertificateParams::new(args.cert_names.clone()).map_err(IssueError::Key)?;
+    // No placeholder subject: only what was asked for.
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    if let Some(name) = &args.cert_common_name {
+        params.distinguished_name.push(rcgen::DnType::CommonName, name.as_str());
+    }
+    for organization in &args.cert_organizations {
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, organization.as_str());
+    }
+    Ok(params)
+}
+
+/// Requests one certificate for `params`, with a key made here.
+pub async fn issue_for(args: &TlsArgs, params: CertificateParams) -> Result<Issued, IssueError> {
     use tracing::Instrument as _;
     let span = tracing::info_span!("request certificate", otel.kind = "client", names = ?args.cert_names);
-    issue_in_span(args).instrument(span).await
+    issue_in_span(args, params).instrument(span).await
 }
 
 /// A connected client and the bearer token to send, from `args`.
@@ -89,24 +111,10 @@ async fn connect(args: &TlsArgs) -> Result<(CertificatesClient<Channel>, Metadat
     Ok((CertificatesClient::new(channel), bearer, url))
 }
 
-async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
+async fn issue_in_span(args: &TlsArgs, params: CertificateParams) -> Result<Issued, IssueError> {
     let (mut client, bearer, url) = connect(args).await?;
     let key = KeyPair::generate().map_err(IssueError::Key)?;
-    let csr = CertificateParams::new(args.cert_names.clone())
-        .map(|mut params| {
-            // No placeholder subject: only what was asked for.
-            params.distinguished_name = rcgen::DistinguishedName::new();
-            if let Some(name) = &args.cert_common_name {
-                params.distinguished_name.push(rcgen::DnType::CommonName, name.as_str());
-            }
-            for organization in &args.cert_organizations {
-                params.distinguished_name.push(rcgen::DnType::OrganizationName, organization.as_str());
-            }
-            params
-        })
-        .and_then(|p| p.serialize_request(&key))
-        .and_then(|csr| csr.pem())
-        .map_err(IssueError::Key)?;
+    let csr = params.serialize_request(&key).and_then(|csr| csr.pem()).map_err(IssueError::Key)?;
     let lifetime_seconds = u32::try_from(args.cert_lifetime.as_secs()).unwrap_or(u32::MAX);
     let mut request = tonic::Request::new(IssueRequest { csr_pem: csr, lifetime_seconds });
     request.set_timeout(Duration::from_secs(30));
@@ -127,6 +135,7 @@ async fn issue_in_span(args: &TlsArgs) -> Result<Issued, IssueError> {
         key: certified,
         renew_after: at(response.renew_after_unix),
         not_after: at(response.not_after_unix),
+        chain_pem: response.certificate_chain_pem,
         ca_bundle_pem: bundle.ca_bundle_pem,
         issuer_pem: bundle.issuer_pem,
     })
