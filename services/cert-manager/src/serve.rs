@@ -53,7 +53,6 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let authority = keeper::load_or_create(&store, &policy).await.context("the CA")?;
     let authorities = Arc::new(watch::Sender::new(Arc::new(authority)));
     let bundle = trust_bundle(&args, &authorities, shutdown.clone())?;
-    let max_leaf_seconds = config.max_lifetime_seconds;
 
     let backend = match &client {
         None => Backend::Standalone { authority: authorities.subscribe() },
@@ -73,46 +72,25 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
             // Every replica follows the stored CAs and serves gRPC; one (the
             // Lease holder) rotates, signs, publishes and keeps caBundles.
             tokio::spawn(keeper::run(store.clone(), policy, interval, false, authorities.clone(), shutdown.clone()));
-            let (client, bundle, authorities) = (client.clone(), bundle.clone(), authorities.clone());
-            let own_signer = (args.signer_name == kubernetes::OWN_SIGNER).then(|| args.signer_name.clone());
-            let (namespace, configmap) = (args.namespace.clone(), args.ca_configmap.clone());
+            let work = LeaderWork {
+                client: client.clone(),
+                store,
+                policy,
+                interval,
+                authorities: authorities.clone(),
+                bundle: bundle.clone(),
+                own_signer: (args.signer_name == kubernetes::OWN_SIGNER).then(|| args.signer_name.clone()),
+                max_leaf_seconds: config.max_lifetime_seconds,
+                namespace: args.namespace.clone(),
+                configmap: args.ca_configmap.clone(),
+            };
             let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
-            tokio::spawn(crate::leader::run(
-                client.clone(),
-                args.namespace.clone(),
-                args.lease.clone(),
-                identity,
-                shutdown.clone(),
-                move |leading| {
-                    let (client, bundle, authorities, store) =
-                        (client.clone(), bundle.clone(), authorities.clone(), store.clone());
-                    let (own_signer, namespace, configmap) = (own_signer.clone(), namespace.clone(), configmap.clone());
-                    async move {
-                        if let Some(signer) = own_signer {
-                            let signing = authorities.subscribe();
-                            let run = kubernetes::run_signer(
-                                client.clone(),
-                                signer,
-                                signing,
-                                max_leaf_seconds,
-                                leading.clone(),
-                            );
-                            tokio::spawn(run);
-                        }
-                        let published = authorities.subscribe();
-                        let publish = kubernetes::keep_published(
-                            client.clone(),
-                            namespace,
-                            configmap,
-                            published,
-                            leading.clone(),
-                        );
-                        tokio::spawn(publish);
-                        tokio::spawn(keeper::run(store, policy, interval, true, authorities, leading.clone()));
-                        crate::ca_bundle::run(client, bundle, leading).await;
-                    }
-                },
-            ));
+            let (namespace, lease) = (args.namespace.clone(), args.lease.clone());
+            let election =
+                crate::leader::run(client.clone(), namespace, lease, identity, shutdown.clone(), move |leading| {
+                    work.clone().run(leading)
+                });
+            tokio::spawn(election);
         }
     }
 
@@ -148,6 +126,39 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     admin.context("admin server")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What the Lease holder runs: the signer (for the own signer name), the CA
+/// rotation, the published CA bundle and the caBundle controller.
+#[derive(Clone)]
+struct LeaderWork {
+    client: kube::Client,
+    store: Store,
+    policy: RotationPolicy,
+    interval: Duration,
+    authorities: Arc<watch::Sender<Arc<Authority>>>,
+    bundle: watch::Receiver<TrustBundle>,
+    own_signer: Option<String>,
+    max_leaf_seconds: u64,
+    namespace: String,
+    configmap: String,
+}
+
+impl LeaderWork {
+    /// Runs until `leading` is cancelled (leadership lost, or shutdown).
+    async fn run(self, leading: CancellationToken) {
+        let Self { client, store, policy, interval, authorities, bundle, .. } = self;
+        if let Some(signer) = self.own_signer {
+            let signing = authorities.subscribe();
+            let max = self.max_leaf_seconds;
+            tokio::spawn(kubernetes::run_signer(client.clone(), signer, signing, max, leading.clone()));
+        }
+        let published = authorities.subscribe();
+        let (namespace, configmap) = (self.namespace, self.configmap);
+        tokio::spawn(kubernetes::keep_published(client.clone(), namespace, configmap, published, leading.clone()));
+        tokio::spawn(keeper::run(store, policy, interval, true, authorities, leading.clone()));
+        crate::ca_bundle::run(client, bundle, leading).await;
+    }
 }
 
 /// What the webhooks' clients (the API server) must trust: the own CAs,
