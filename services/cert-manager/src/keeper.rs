@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::authority::{Authority, RotationPolicy};
 use crate::ca::CaError;
@@ -82,10 +83,13 @@ async fn tick(
     let mut authority = Authority::from_data(&loaded.data)?;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     if rotates && let Some((next, what)) = authority.step(now, loaded.rotate_requested, policy)? {
-        if !store.save(&next.to_data(), Some(&loaded)).await? {
+        // Each step is its own trace in Jaeger: a controller's decision,
+        // not part of a request.
+        let span = tracing::info_span!("rotate CA", generation = next.generation, step = %what);
+        if !store.save(&next.to_data(), Some(&loaded)).instrument(span.clone()).await? {
             return Ok(()); // another writer was first: read theirs next time
         }
-        tracing::info!(generation = next.generation, "CA rotation: {what}");
+        span.in_scope(|| tracing::info!(generation = next.generation, "CA rotation: {what}"));
         authority = next;
     }
     current.send_if_modified(|held| {

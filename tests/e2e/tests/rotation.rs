@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
-use portcullis_e2e::{cluster, eventually, ok};
+use portcullis_e2e::{cluster, eventually, jaeger_traces, ok};
 
 fn count(pem: &str) -> usize {
     pem.matches("BEGIN CERTIFICATE").count()
@@ -144,6 +144,23 @@ async fn pods_keep_being_admitted_through_a_ca_rotation() {
     ]));
     assert_eq!(statuses.lines().filter(|l| l.contains("templates")).count(), created, "every pod was injected");
     eprintln!("CA rotation: {created} pods created through it, none failed");
+
+    // Each step is a trace in Jaeger, saying what was done.
+    let steps = eventually("the rotation steps in Jaeger", Duration::from_secs(30), || {
+        let traces = jaeger_traces("service=portcullis-cert-manager&operation=rotate%20CA&lookback=1h&limit=20");
+        (traces.len() >= 3).then_some(traces)
+    })
+    .await;
+    let said: Vec<String> = steps
+        .iter()
+        .flat_map(|t| t["spans"].as_array().cloned().unwrap_or_default())
+        .flat_map(|span| span["tags"].as_array().cloned().unwrap_or_default())
+        .filter(|tag| tag["key"] == "step")
+        .filter_map(|tag| tag["value"].as_str().map(str::to_owned))
+        .collect();
+    for wanted in ["made a new CA on request", "the new CA signs", "the previous CA left the trust bundle"] {
+        assert!(said.iter().any(|s| s.contains(wanted)), "no step saying {wanted:?} in {said:?}");
+    }
 }
 
 fn base64_of(text: &str) -> String {
