@@ -146,15 +146,7 @@ fn run_cel(
 ) -> Result<Vec<Outcome>, String> {
     // CEL has no loops, but comprehensions over large inputs can still be
     // slow; evaluate off the request's thread and give up at the deadline.
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("cel".into())
-        .spawn(move || {
-            let outcomes = indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings)).collect();
-            let _ = tx.send(outcomes);
-        })
-        .map_err(|e| format!("cannot start CEL evaluation: {e}"))?;
-    rx.recv_timeout(deadline).map_err(|_| format!("CEL evaluation took longer than {} ms", deadline.as_millis()))
+    crate::workers::run(move || indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings)).collect(), deadline)
 }
 
 /// `Deployment demo/web`, `Namespace team-a`, `Pod demo/web-*` (generateName).

@@ -5,8 +5,8 @@
 //! ([`rules`]: labels, replicas, Services, images, resources, pod security
 //! for Pods and every pod template) and with CEL in the form of Kubernetes'
 //! ValidatingAdmissionPolicy ([`cel`]). [`evaluate`] runs the set over one
-//! request: pure, apart from the bounded CEL worker thread, and with no
-//! I/O. Every violation is reported at once: Deny policies refuse the
+//! request: pure, apart from the CEL [`workers`] that bound its time, and
+//! with no I/O. Every violation is reported at once: Deny policies refuse the
 //! request, Warn policies return warnings, Audit policies log, count and
 //! trace. The shared server owns HTTP and TLS; `check` runs the same
 //! evaluation offline.
@@ -23,3 +23,4 @@ pub mod policy;
 pub mod rules;
 pub mod serve;
 pub mod webhook;
+pub mod workers;
