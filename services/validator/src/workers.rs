@@ -1,10 +1,10 @@
-//! The threads CEL runs on: a few long-lived workers, so that a request
-//! pays for no thread start (about 40 µs each) and a runaway evaluation is
-//! given up at its deadline without holding up the request. The pool is
-//! bounded: under a flood of pathological requests, evaluations wait for a
-//! free worker and fail at their deadline (under the policies' failure
-//! policy) instead of piling up threads.
+//! The threads CEL runs on: long-lived workers, so that a request pays for
+//! no thread start (about 40 µs each), and a runaway evaluation is given up
+//! at its deadline without holding up the request. A worker stuck with a
+//! given-up evaluation is replaced at once, so other requests never wait
+//! behind it; the extra worker retires when the pool is back to size.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -13,8 +13,8 @@ type Job = Box<dyn FnOnce() + Send>;
 
 /// The pool every evaluation in this process shares.
 static WORKERS: LazyLock<Workers> = LazyLock::new(|| {
-    let count = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    Workers::new(count)
+    let size = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    Workers::new(size)
 });
 
 /// Runs `job` on a worker and waits for its result up to `deadline`.
@@ -24,20 +24,28 @@ pub fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static, deadline
 
 struct Workers {
     jobs: Mutex<Sender<Job>>,
+    queue: Arc<Mutex<Receiver<Job>>>,
+    size: usize,
+    live: Arc<AtomicUsize>,
 }
 
 impl Workers {
-    fn new(count: usize) -> Self {
+    fn new(size: usize) -> Self {
         let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
-        for n in 0..count {
-            let queue = queue.clone();
-            let started = std::thread::Builder::new().name(format!("cel-{n}")).spawn(move || work(&queue));
-            if let Err(err) = started {
-                tracing::error!(error = %err, "cannot start a CEL worker");
-            }
+        let pool = Self { jobs: Mutex::new(jobs), queue: Arc::new(Mutex::new(queue)), size, live: Arc::default() };
+        for _ in 0..size {
+            pool.add_worker();
         }
-        Self { jobs: Mutex::new(jobs) }
+        pool
+    }
+
+    fn add_worker(&self) {
+        let (queue, live, size) = (self.queue.clone(), self.live.clone(), self.size);
+        live.fetch_add(1, Ordering::SeqCst);
+        if let Err(err) = std::thread::Builder::new().name("cel".into()).spawn(move || work(&queue, &live, size)) {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            tracing::error!(error = %err, "cannot start a CEL worker");
+        }
     }
 
     fn run<T: Send + 'static>(
@@ -46,33 +54,44 @@ impl Workers {
         deadline: Duration,
     ) -> Result<T, String> {
         let (reply, result) = mpsc::sync_channel(1);
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let skip = abandoned.clone();
         let job: Job = Box::new(move || {
-            let _ = reply.send(job());
+            // Given up before it started: no one wants the answer.
+            if !skip.load(Ordering::SeqCst) {
+                let _ = reply.send(job());
+            }
         });
         let sent = self.jobs.lock().map_err(|_| "the CEL workers are gone".to_owned())?.send(job);
         sent.map_err(|_| "the CEL workers are gone".to_owned())?;
         result.recv_timeout(deadline).map_err(|e| match e {
-            RecvTimeoutError::Timeout => format!("CEL evaluation took longer than {} ms", deadline.as_millis()),
+            RecvTimeoutError::Timeout => {
+                abandoned.store(true, Ordering::SeqCst);
+                // A worker may be stuck with it: keep the pool's size.
+                self.add_worker();
+                format!("CEL evaluation took longer than {} ms", deadline.as_millis())
+            }
             RecvTimeoutError::Disconnected => "CEL evaluation failed".to_owned(),
         })
     }
 }
 
-/// A worker: takes jobs until the pool is dropped.
-fn work(queue: &Mutex<Receiver<Job>>) {
+/// A worker: takes jobs until the pool is dropped, or retires after a job
+/// when the pool has more than `size` workers (a stuck one came back).
+fn work(queue: &Mutex<Receiver<Job>>, live: &AtomicUsize, size: usize) {
     loop {
         let job = match queue.lock() {
             Ok(queue) => queue.recv(),
-            Err(_) => return,
+            Err(_) => break,
         };
-        match job {
-            // A panicking evaluation takes its job with it, not the worker.
-            Ok(job) => {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-            }
-            Err(_) => return,
+        let Ok(job) = job else { break };
+        // A panicking evaluation takes its job with it, not the worker.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        if live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > size).then(|| n - 1)).is_ok() {
+            return;
         }
     }
+    live.fetch_sub(1, Ordering::SeqCst);
 }
 
 #[cfg(test)]
@@ -80,11 +99,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_runaway_job_is_given_up_and_the_next_one_still_runs() {
-        let pool = Workers::new(2);
-        let slow = pool.run(|| std::thread::sleep(Duration::from_millis(300)), Duration::from_millis(20));
+    fn a_runaway_job_is_given_up_and_does_not_hold_up_the_next() {
+        let pool = Workers::new(1);
+        let slow = pool.run(|| std::thread::sleep(Duration::from_millis(500)), Duration::from_millis(20));
         assert_eq!(slow, Err("CEL evaluation took longer than 20 ms".to_owned()));
-        assert_eq!(pool.run(|| 6 * 7, Duration::from_secs(5)), Ok(42), "the other worker answers");
+        // The only worker is still asleep: its replacement answers.
+        assert_eq!(pool.run(|| 6 * 7, Duration::from_millis(400)), Ok(42));
+        assert_eq!(pool.live.load(Ordering::SeqCst), 2, "one stuck, one replacement");
+    }
+
+    #[test]
+    fn the_pool_shrinks_back_when_a_stuck_worker_returns() {
+        let pool = Workers::new(1);
+        let _ = pool.run(|| std::thread::sleep(Duration::from_millis(50)), Duration::from_millis(1));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while pool.live.load(Ordering::SeqCst) != 1 {
+            assert!(std::time::Instant::now() < deadline, "the extra worker did not retire");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]
