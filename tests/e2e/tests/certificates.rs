@@ -253,8 +253,8 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
         }
     }
     assert!(failed.is_empty(), "creates failed during renewal: {failed:?}");
-    let renewals = issued() - before;
-    assert!(renewals >= 3, "three forced renewals, {renewals} seen");
+    // The last renewal may still be on its way when the loop ends.
+    eventually("three forced renewals", Duration::from_secs(20), || (issued() - before >= 3).then_some(())).await;
     let statuses = ok(cluster.kubectl(&[
         "get",
         "pods",
