@@ -302,14 +302,12 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     };
     let expected = base64::engine::general_purpose::STANDARD.encode(&secret_ca);
     eventually("caBundle set", Duration::from_secs(30), || (bundle_of(labelled) == expected).then_some(())).await;
-    ok(cluster.kubectl(&[
-        "patch",
-        "validatingwebhookconfiguration",
-        labelled,
-        "--type=json",
-        "-p",
-        r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#,
-    ]));
+    // Someone overwrites the caBundle by hand.
+    let tamper = || {
+        let bogus = r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#;
+        ok(cluster.kubectl(&["patch", "validatingwebhookconfiguration", labelled, "--type=json", "-p", bogus]));
+    };
+    tamper();
     eventually("caBundle repaired", Duration::from_secs(30), || (bundle_of(labelled) == expected).then_some(())).await;
     assert_eq!(bundle_of(plain), "", "an unlabelled configuration is not touched");
     assert_eq!(bundle_of(foreign), "", "another team's configuration is out of the cert-manager's reach");
@@ -388,14 +386,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     eventually("the second replica takes over", Duration::from_secs(40), || (holder() == "replica-two").then_some(()))
         .await;
     // ...and now it is the one that repairs caBundles.
-    ok(cluster.kubectl(&[
-        "patch",
-        "validatingwebhookconfiguration",
-        labelled,
-        "--type=json",
-        "-p",
-        r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Ym9ndXM="}]"#,
-    ]));
+    tamper();
     eventually("caBundle repaired by the new leader", Duration::from_secs(30), || {
         (bundle_of(labelled) == expected).then_some(())
     })
