@@ -94,7 +94,7 @@ impl LocalCa {
 
     /// The CA certificate's notAfter, Unix seconds.
     pub fn not_after(&self) -> Option<i64> {
-        not_after(&self.cert_pem)
+        validity(&self.cert_pem).map(|(_, not_after)| not_after)
     }
 
     /// The CA certificate, PEM.
@@ -127,11 +127,6 @@ impl LocalCa {
         let cert = approved.params.signed_by(&approved.public_key, &self.issuer).map_err(CaError::Sign)?;
         Ok(cert.pem())
     }
-}
-
-/// The notAfter of the first certificate in `pem`, Unix seconds.
-pub fn not_after(pem: &str) -> Option<i64> {
-    validity(pem).map(|(_, not_after)| not_after)
 }
 
 /// The (notBefore, notAfter) of the first certificate in `pem`, Unix seconds.
