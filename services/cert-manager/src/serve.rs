@@ -168,29 +168,35 @@ fn trust_bundle(
     authorities: &Arc<watch::Sender<Arc<Authority>>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<watch::Receiver<TrustBundle>> {
-    if args.mode == Mode::Kubernetes && args.signer_name != kubernetes::OWN_SIGNER {
+    let foreign = if args.mode == Mode::Kubernetes && args.signer_name != kubernetes::OWN_SIGNER {
         let file =
             args.trust_bundle_file.as_ref().context("--trust-bundle-file is required with another --signer-name")?;
-        let pem = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let (sender, receiver) =
-            watch::channel(TrustBundle { ca_bundle_pem: pem, generation: 1, issuer_pem: String::new() });
-        // Nothing changes it, but the channel must stay open.
-        tokio::spawn(async move {
-            shutdown.cancelled().await;
-            drop(sender)
-        });
-        return Ok(receiver);
-    }
+        Some(std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?)
+    } else {
+        None
+    };
+    let bundle_of = move |authority: &Authority| match &foreign {
+        Some(pem) => TrustBundle { ca_bundle_pem: pem.clone(), generation: 1, issuer_pem: String::new() },
+        None => authority.trust_bundle(),
+    };
     let mut source = authorities.subscribe();
-    let (sender, receiver) = watch::channel(source.borrow_and_update().trust_bundle());
+    let (sender, receiver) = watch::channel(bundle_of(&source.borrow_and_update()));
+    // Follows the own CAs; with another signer's bundle, only keeps the
+    // channel open (its receivers stop when it closes).
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 changed = source.changed() => if changed.is_err() { return },
                 _ = shutdown.cancelled() => return,
             }
-            let bundle = source.borrow_and_update().trust_bundle();
-            sender.send_replace(bundle);
+            let bundle = bundle_of(&source.borrow_and_update());
+            sender.send_if_modified(|held| {
+                let changed = *held != bundle;
+                if changed {
+                    *held = bundle;
+                }
+                changed
+            });
         }
     });
     Ok(receiver)
