@@ -1,33 +1,33 @@
-# One image per service: docker build --build-arg SERVICE=injector -t portcullis-injector .
-#   SERVICE is injector, validator or cert-manager.
-# Dependencies are compiled in their own cached layer (cargo-chef); the
-# runtime image is distroless, non-root, with nothing but the binary.
-ARG RUST_VERSION=1.95
-
-FROM rust:${RUST_VERSION}-bookworm AS chef
-RUN cargo install cargo-chef --locked --version 0.1.78
-WORKDIR /src
-
-FROM chef AS planner
-COPY . .
-RUN cargo chef prepare --recipe-path recipe.json
-
-FROM chef AS builder
+# One image per service: a static (musl) binary FROM scratch, nothing else:
+# no shell, no libc, no package manager; numeric non-root user; the root
+# filesystem can be mounted read-only (nothing in it is written).
+#
+# Built in two steps, so no base image is ever pulled (see docs/deploy.md):
+#   scripts/images                       # both steps for every image
+# or by hand:
+#   cargo build --release --locked --target x86_64-unknown-linux-musl -p portcullis-injector
+#   mkdir -p dist/empty && cp "$CARGO_TARGET_DIR"/x86_64-unknown-linux-musl/release/portcullis-injector dist/
+#   DOCKER_BUILDKIT=0 docker build --build-arg SERVICE=injector -t ghcr.io/portcullis/injector:dev .
+#
+# SERVICE is injector, validator or cert-manager. .dockerignore keeps the
+# context to dist/.
+FROM scratch
 ARG SERVICE
-COPY --from=planner /src/recipe.json recipe.json
-RUN cargo chef cook --release --locked --recipe-path recipe.json -p portcullis-${SERVICE}
-COPY . .
-RUN cargo build --release --locked -p portcullis-${SERVICE} \
- && cp target/release/portcullis-${SERVICE} /portcullis \
- && mkdir /certs
-
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=builder /portcullis /portcullis
-# Owned by the runtime user, so that volumes mounted here start writable
-# (docker-compose.yml: the self-signed CA, the cert-manager's CA).
-COPY --from=builder --chown=65532:65532 /certs /certs
-COPY --from=builder --chown=65532:65532 /certs /trust
-COPY --from=builder --chown=65532:65532 /certs /var/lib/portcullis/ca
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=
+LABEL org.opencontainers.image.title="portcullis-${SERVICE}" \
+      org.opencontainers.image.description="Portcullis ${SERVICE}: Kubernetes dynamic admission control" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY dist/portcullis-${SERVICE} /portcullis
+# Empty directories owned by the runtime user, so that a volume mounted
+# there starts writable (docker-compose.yml: the cert-manager's CA in `ca`,
+# the published trust bundle in `trust`). In Kubernetes nothing is written.
+COPY --chown=65532:65532 dist/empty/ /trust/
+COPY --chown=65532:65532 dist/empty/ /var/lib/portcullis/ca/
 USER 65532:65532
 EXPOSE 8443 9090
 ENTRYPOINT ["/portcullis"]

@@ -2,11 +2,17 @@
 # Builds pinned kube-apiserver, kube-controller-manager, kubectl, etcd and
 # Jaeger from their Go modules into a cache outside the checkout, so a fresh
 # clone (and CI) reuses them. Prints the bin directory on the last line.
+#
+#   build-control-plane.sh [all]   the control plane: etcd, Jaeger, kube-apiserver, kube-controller-manager, kubectl
+#   build-control-plane.sh node    a node's parts: kubelet, kube-proxy, kube-scheduler, CoreDNS
+#   build-control-plane.sh compose the `docker compose` v2 CLI plugin (into ~/.docker/cli-plugins)
 set -euo pipefail
 
 K8S_VERSION=${PORTCULLIS_K8S_VERSION:-v1.36.3}
 ETCD_VERSION=${PORTCULLIS_ETCD_VERSION:-v3.6.16}
 JAEGER_VERSION=${PORTCULLIS_JAEGER_VERSION:-v1.76.0}
+COREDNS_VERSION=${PORTCULLIS_COREDNS_VERSION:-v1.15.0}
+COMPOSE_VERSION=${PORTCULLIS_COMPOSE_VERSION:-v2.40.3}
 
 CACHE=${PORTCULLIS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis}
 BIN="$CACHE/bin"
@@ -29,8 +35,8 @@ scratch() {
   printf '%s' "$dir"
 }
 
-build_kubernetes() {
-  local want=("kube-apiserver" "kube-controller-manager" "kubectl") missing=0
+build_kubernetes() { # BINARIES...
+  local want=("$@") missing=0
   for b in "${want[@]}"; do [ -x "$BIN/$b-$K8S_VERSION" ] || missing=1; done
   [ "$missing" = 1 ] || { log "kubernetes $K8S_VERSION: cached"; return; }
   local dir; dir=$(scratch "kubernetes-$K8S_VERSION")
@@ -42,9 +48,9 @@ build_kubernetes() {
     for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
       go mod edit -replace "$m=$m@$staging"
     done
-    go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
-      "k8s.io/kubernetes/cmd/kube-controller-manager@$K8S_VERSION" \
-      "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" >&2
+    local b pkgs=()
+    for b in "${want[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b@$K8S_VERSION"); done
+    go get "${pkgs[@]}" >&2
     local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
     ld+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*}"
     ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
@@ -85,16 +91,52 @@ build_jaeger() {
   )
 }
 
+build_coredns() {
+  [ -x "$BIN/coredns-$COREDNS_VERSION" ] && { log "coredns $COREDNS_VERSION: cached"; return; }
+  local dir; dir=$(scratch "coredns-$COREDNS_VERSION")
+  log "coredns $COREDNS_VERSION: building"
+  (
+    cd "$dir"
+    go get "github.com/coredns/coredns@$COREDNS_VERSION" >&2
+    go build -ldflags "-s -w" -o "$BIN/coredns-$COREDNS_VERSION.tmp" github.com/coredns/coredns
+    mv "$BIN/coredns-$COREDNS_VERSION.tmp" "$BIN/coredns-$COREDNS_VERSION"
+  )
+}
+
+# Compose's go.mod has exclude directives, so `go install` refuses it: build
+# inside the downloaded module directory instead.
+build_compose() {
+  local plugins="${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"
+  [ -x "$BIN/docker-compose-$COMPOSE_VERSION" ] || {
+    log "docker compose $COMPOSE_VERSION: building (a few minutes on 2 cores)"
+    local moddir
+    moddir=$(go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    (
+      cd "$moddir"
+      go build -mod=mod -modcacherw -ldflags "-s -w -X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
+        -o "$BIN/docker-compose-$COMPOSE_VERSION.tmp" ./cmd
+    )
+    mv "$BIN/docker-compose-$COMPOSE_VERSION.tmp" "$BIN/docker-compose-$COMPOSE_VERSION"
+  }
+  mkdir -p "$plugins"
+  ln -sf "$BIN/docker-compose-$COMPOSE_VERSION" "$plugins/docker-compose"
+  log "docker compose $COMPOSE_VERSION: $plugins/docker-compose"
+}
+
 case "${1:-all}" in
-  kubernetes) build_kubernetes ;;
+  kubernetes) build_kubernetes kube-apiserver kube-controller-manager kubectl ;;
   etcd) build_etcd ;;
   jaeger) build_jaeger ;;
-  all) build_etcd; build_jaeger; build_kubernetes ;;
-  *) log "usage: $0 [all|kubernetes|etcd|jaeger]"; exit 2 ;;
+  coredns) build_coredns ;;
+  compose) build_compose ;;
+  node) build_kubernetes kubelet kube-proxy kube-scheduler; build_coredns ;;
+  all) build_etcd; build_jaeger; build_kubernetes kube-apiserver kube-controller-manager kubectl ;;
+  *) log "usage: $0 [all|kubernetes|etcd|jaeger|node|coredns|compose]"; exit 2 ;;
 esac
-for b in kube-apiserver kube-controller-manager kubectl; do
+for b in kube-apiserver kube-controller-manager kubectl kubelet kube-proxy kube-scheduler; do
   [ -x "$BIN/$b-$K8S_VERSION" ] && ln -sf "$b-$K8S_VERSION" "$BIN/$b"
 done
 [ -x "$BIN/etcd-$ETCD_VERSION" ] && ln -sf "etcd-$ETCD_VERSION" "$BIN/etcd"
 [ -x "$BIN/jaeger-$JAEGER_VERSION" ] && ln -sf "jaeger-$JAEGER_VERSION" "$BIN/jaeger"
+[ -x "$BIN/coredns-$COREDNS_VERSION" ] && ln -sf "coredns-$COREDNS_VERSION" "$BIN/coredns"
 printf '%s\n' "$BIN"

@@ -3,19 +3,23 @@
 # tracing to Jaeger), kube-controller-manager (CSR signing with its own CA)
 # and Jaeger, built from their Go modules by build-control-plane.sh.
 #
-#   control-plane.sh up DIR [--owner PID]   start; all state in DIR
+#   control-plane.sh up DIR [--owner PID] [--node]
+#                                           start; all state in DIR. --node also joins a real
+#                                           node (scripts/node.sh: containerd, kubelet, kube-proxy,
+#                                           kube-scheduler, CoreDNS) so that pods run
 #   control-plane.sh down DIR               stop every process started (by pid), remove DIR
 #   control-plane.sh status DIR             report each component; non-zero if any died
 #
 # DIR/env holds what a client needs (KUBECONFIG, ports). With --owner, a
 # watchdog takes everything down when process PID exits (the test binary).
-set -euo pipefail
+# A start that fails half-way takes down what it had started.
+set -Eeuo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
-components=(jaeger etcd kube-apiserver kube-controller-manager)
+components=(jaeger etcd kube-apiserver kube-controller-manager containerd coredns kube-scheduler kube-proxy kubelet)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
@@ -70,7 +74,7 @@ pki() {
     fi
     openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$ext" -out "$1.crt" 2>/dev/null
   }
-  leaf apiserver "/CN=kube-apiserver" "IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+  leaf apiserver "/CN=kube-apiserver" "IP:127.0.0.1,IP:10.244.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
   leaf admin "/O=system:masters/CN=portcullis-admin"
   leaf alice "/CN=alice"
   leaf kcm "/CN=system:kube-controller-manager"
@@ -85,7 +89,7 @@ kind: Config
 clusters:
 - name: portcullis
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$API_HOST:$APISERVER_PORT
     certificate-authority-data: $(base64 -w0 <"$p/ca.crt")
 users:
 - name: $2
@@ -103,7 +107,23 @@ up() {
   [ -e "$dir/env" ] && die "$dir already holds a control plane; run: $0 down $dir"
   mkdir -p "$dir/logs" "$dir/pids"
   dir=$(cd "$dir" && pwd)
+  trap 'log "start failed: taking down what was started"; down' ERR
   local bin; bin=$("$here/build-control-plane.sh" all | tail -n 1)
+  # With a node, the API server listens on the node's bridge address, which
+  # pods reach (the `kubernetes` Service's endpoint); else on loopback only.
+  API_HOST=127.0.0.1
+  local node_flags=(--authorization-mode RBAC --disable-admission-plugins ServiceAccount)
+  local kcm_flags=(--controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector
+    --use-service-account-credentials=false)
+  if [ "$node" = 1 ]; then
+    "$here/node.sh" network "$dir"
+    API_HOST=10.244.0.1
+    node_flags=(--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction
+      --enable-aggregator-routing=true --kubelet-preferred-address-types InternalIP
+      --kubelet-client-certificate "$dir/pki/admin.crt" --kubelet-client-key "$dir/pki/admin.key")
+    kcm_flags=(--controllers '*' --use-service-account-credentials=true
+      --service-account-private-key-file "$dir/pki/sa.key")
+  fi
   ETCD_PORT=$(free_port); APISERVER_PORT=$(free_port)
   JAEGER_OTLP_GRPC=$(free_port); JAEGER_OTLP_HTTP=$(free_port); JAEGER_QUERY=$(free_port)
   pki
@@ -129,15 +149,15 @@ kind: TracingConfiguration
 endpoint: 127.0.0.1:$JAEGER_OTLP_GRPC
 samplingRatePerMillion: 1000000
 TR
-  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  log "starting kube-apiserver on https://$API_HOST:$APISERVER_PORT"
   local p="$dir/pki"
   start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --cert-dir "$dir/apiserver" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
-    --secure-port "$APISERVER_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
-    --client-ca-file "$p/ca.crt" --authorization-mode RBAC \
+    --secure-port "$APISERVER_PORT" --bind-address "$API_HOST" --advertise-address "$API_HOST" \
+    --client-ca-file "$p/ca.crt" "${node_flags[@]}" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 --disable-admission-plugins ServiceAccount \
+    --service-cluster-ip-range 10.0.0.0/24 \
     --allow-privileged=true --tracing-config-file "$dir/tracing.yaml" --v=1
   wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
 
@@ -149,12 +169,12 @@ TR
   log "starting kube-controller-manager (CSR signing, namespace cleanup)"
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
     --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$(free_port)" --leader-elect=false \
-    --controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false "${kcm_flags[@]}" \
     --cluster-signing-cert-file "$p/signer.crt" --cluster-signing-key-file "$p/signer.key" \
-    --root-ca-file "$p/ca.crt" --use-service-account-credentials=false
-  sleep 1
-  alive "$dir" kube-controller-manager || { report_dead "$dir" || true; die "kube-controller-manager exited"; }
+    --root-ca-file "$p/ca.crt"
+  # Ready when it has done work: its ServiceAccount controller made "default".
+  wait_for kube-controller-manager 60 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get serviceaccount default -n default
+  [ "$node" = 1 ] && "$here/node.sh" up "$dir"
 
   cat >"$dir/env" <<ENV
 export KUBECONFIG=$dir/admin.kubeconfig
@@ -164,16 +184,19 @@ export PORTCULLIS_NONADMIN_KUBECONFIG=$dir/alice.kubeconfig
 export PORTCULLIS_JAEGER_OTLP=http://127.0.0.1:$JAEGER_OTLP_GRPC
 export PORTCULLIS_JAEGER_QUERY=http://127.0.0.1:$JAEGER_QUERY
 export PORTCULLIS_CSR_SIGNER_CA=$p/signer.crt
+export PORTCULLIS_NODE=$node
 ENV
   if [ -n "$owner" ]; then
     setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; exec '$here/control-plane.sh' down '$dir'" \
       >"$dir/logs/watchdog.log" 2>&1 < /dev/null &
   fi
+  trap - ERR
   log "up: source $dir/env"
 }
 
 down() {
   [ -d "$dir" ] || return 0
+  "$here/node.sh" down "$dir" || true
   local reversed=() c
   for c in "${components[@]}"; do reversed=("$c" "${reversed[@]}"); done
   for c in "${reversed[@]}"; do
@@ -189,9 +212,16 @@ down() {
   log "down"
 }
 
-cmd=${1:-}; dir=${2:-}; owner=""
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 up|down|status DIR [--owner PID]"
-if [ "${3:-}" = "--owner" ]; then owner=${4:?--owner needs a pid}; fi
+cmd=${1:-}; dir=${2:-}; owner=""; node=0
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 up|down|status DIR [--owner PID] [--node]"
+shift 2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --owner) owner=${2:?--owner needs a pid}; shift 2 ;;
+    --node) node=1; shift ;;
+    *) die "unknown option $1" ;;
+  esac
+done
 case "$cmd" in
   up) up ;;
   down) down ;;

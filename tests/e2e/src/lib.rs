@@ -35,13 +35,31 @@ static BINARIES: OnceLock<PathBuf> = OnceLock::new();
 
 /// The control plane shared by the tests of this binary.
 pub fn cluster() -> &'static Cluster {
+    start(false)
+}
+
+/// The control plane with a real node joined (containerd, kubelet,
+/// kube-proxy, kube-scheduler, CoreDNS: `control-plane.sh up DIR --node`),
+/// shared by the tests of this binary. Pods run.
+pub fn cluster_with_node() -> &'static Cluster {
+    let cluster = start(true);
+    assert_eq!(cluster.var("PORTCULLIS_NODE"), "1", "PORTCULLIS_CP_DIR names a control plane without a node");
+    cluster
+}
+
+fn start(node: bool) -> &'static Cluster {
     CLUSTER.get_or_init(|| {
         let dir = match std::env::var("PORTCULLIS_CP_DIR") {
             Ok(dir) => PathBuf::from(dir),
             Err(_) => {
                 let dir = std::env::temp_dir().join(format!("portcullis-e2e-{}", std::process::id()));
+                let mut args = vec!["up".to_owned(), dir.to_str().unwrap().to_owned()];
+                args.extend(["--owner".to_owned(), std::process::id().to_string()]);
+                if node {
+                    args.push("--node".to_owned());
+                }
                 let out = Command::new(repo().join("scripts/control-plane.sh"))
-                    .args(["up", dir.to_str().unwrap(), "--owner", &std::process::id().to_string()])
+                    .args(&args)
                     .stderr(Stdio::inherit())
                     .output()
                     .expect("running scripts/control-plane.sh");

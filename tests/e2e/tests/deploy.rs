@@ -96,28 +96,3 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         assert!(!can_i("portcullis-injector", verb, resource), "injector must not {verb} {resource}");
     }
 }
-
-#[test]
-fn the_compose_file_is_valid_for_compose() {
-    // compose-go is the loader Docker Compose itself uses; there is no Docker
-    // engine here to run the file.
-    let out = std::process::Command::new("go")
-        .current_dir(repo().join("scripts/compose-check"))
-        .env("GOTOOLCHAIN", "local")
-        .env("PORTCULLIS_INJECTOR_TOKEN", "t1")
-        .env("PORTCULLIS_VALIDATOR_TOKEN", "t2")
-        .args(["run", ".", repo().join("docker-compose.yml").to_str().unwrap()])
-        .output()
-        .expect("go is needed for the compose check");
-    let stdout = ok(out);
-    assert!(stdout.contains("service injector: image portcullis-injector:dev, 2 ports, healthcheck true"), "{stdout}");
-    assert!(
-        stdout.contains("service validator: image portcullis-validator:dev, 2 ports, healthcheck true"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("service cert-manager: image portcullis-cert-manager:dev, 2 ports, healthcheck true"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("service jaeger:"), "{stdout}");
-}

@@ -1,0 +1,278 @@
+//! Portcullis where its users run it: the images built by a real Docker
+//! daemon (`scripts/images`), loaded into a real node (containerd, runc,
+//! kubelet, kube-proxy, CoreDNS) and `deploy/overlays/dev` applied with
+//! kubectl. The three services run as pods; the API server reaches the
+//! webhooks through their Services; the webhooks get their certificates
+//! from the in-cluster cert-manager over gRPC through its Service.
+//!
+//! One test, in phases, because every phase needs the same running
+//! deployment and the fault phases would disturb any test beside them.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use portcullis_e2e::{Cluster, cluster_with_node, err, eventually, ok, repo};
+use serde_json::Value;
+
+const NS: &str = "portcullis-system";
+const APPS: &str = "shop";
+const PAUSE: &str = "localhost/portcullis/pause:dev";
+const IMAGES: [&str; 5] = [
+    "ghcr.io/portcullis/cert-manager:dev",
+    "ghcr.io/portcullis/injector:dev",
+    "ghcr.io/portcullis/validator:dev",
+    PAUSE,
+    "localhost/portcullis/jaeger:dev",
+];
+
+fn phase(what: &str) {
+    eprintln!("[node test {:?}] {what}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap());
+}
+
+fn json(cluster: &Cluster, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.extend(["-o", "json"]);
+    serde_json::from_str(&ok(cluster.kubectl(&args))).unwrap()
+}
+
+fn pods(cluster: &Cluster, namespace: &str, selector: &str) -> Vec<Value> {
+    json(cluster, &["get", "pods", "-n", namespace, "-l", selector])["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod["metadata"]["deletionTimestamp"].is_null()
+        && pod["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
+
+fn name(object: &Value) -> String {
+    object["metadata"]["name"].as_str().unwrap().to_owned()
+}
+
+fn decode(text: &str) -> String {
+    use base64::Engine as _;
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()).unwrap()
+}
+
+/// The host PID of a container, from the node's containerd.
+fn container_pid(cluster: &Cluster, container_id: &str) -> u32 {
+    let socket = Path::new(cluster.var("PORTCULLIS_CP_DIR")).join("node/containerd.sock");
+    let out = ok(Command::new("ctr")
+        .args(["-a", socket.to_str().unwrap(), "-n", "k8s.io", "tasks", "ls"])
+        .output()
+        .unwrap());
+    let id = container_id.trim_start_matches("containerd://");
+    let line = out.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no task {id} in:\n{out}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Creates pods in `APPS` until stopped; each result is whether the create
+/// succeeded and the pod came back injected.
+struct Creates {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(String, Result<bool, String>)>>,
+}
+
+impl Creates {
+    fn start(cluster: &'static Cluster, prefix: &'static str) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut results = Vec::new();
+            let mut n = 0;
+            while !flag.load(Ordering::Relaxed) {
+                n += 1;
+                let name = format!("{prefix}-{n}");
+                let out = cluster.kubectl(&["run", &name, "-n", APPS, "--image", PAUSE, "-o", "json"]);
+                let result = if out.status.success() {
+                    let pod: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    Ok(pod["metadata"]["annotations"]["portcullis.dev/status"].is_string())
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                };
+                results.push((name, result));
+            }
+            results
+        });
+        Self { stop, handle }
+    }
+
+    fn stop(self, cluster: &Cluster, prefix: &str) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        let results = self.handle.join().unwrap();
+        let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
+        let bare: Vec<_> = results.iter().filter(|(_, r)| matches!(r, Ok(false))).map(|(n, _)| n).collect();
+        assert!(failed.is_empty(), "{} of {} creates failed: {failed:?}", failed.len(), results.len());
+        assert!(bare.is_empty(), "pods admitted without their sidecar: {bare:?}");
+        let selector = format!("run in ({})", results.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(","));
+        ok(cluster.kubectl(&["delete", "pods", "-n", APPS, "-l", &selector, "--wait=false"]));
+        eprintln!("[node test] {prefix}: {} pods created, all injected, none failed", results.len());
+        results.len()
+    }
+}
+
+fn created(cluster: &Cluster, prefix: &str) -> usize {
+    pods(cluster, APPS, "run").iter().filter(|p| name(p).starts_with(&format!("{prefix}-"))).count()
+}
+
+async fn wait_for_creates(cluster: &Cluster, prefix: &str, at_least: usize) {
+    eventually(&format!("{at_least} {prefix} pods created"), Duration::from_secs(120), || {
+        (created(cluster, prefix) >= at_least).then_some(())
+    })
+    .await;
+}
+
+fn lease_holder(cluster: &Cluster) -> String {
+    ok(cluster.kubectl(&["get", "lease", "portcullis-cert-manager", "-n", NS, "-o", "jsonpath={.spec.holderIdentity}"]))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
+    let cluster: &'static Cluster = cluster_with_node();
+    let started = Instant::now();
+
+    phase("loading the images built by scripts/images into the node");
+    let mut load = vec!["load", cluster.var("PORTCULLIS_CP_DIR")];
+    load.extend(IMAGES);
+    ok(Command::new(repo().join("scripts/node.sh")).args(&load).output().unwrap());
+
+    phase("kubectl apply -k deploy/overlays/dev (Jaeger from the local image)");
+    let overlay = tempfile::tempdir().unwrap();
+    std::fs::write(
+        overlay.path().join("kustomization.yaml"),
+        format!(
+            "resources: [{}]\nimages: [{{name: jaegertracing/jaeger, newName: localhost/portcullis/jaeger, newTag: dev}}]\n",
+            repo().join("deploy/overlays/dev").display()
+        ),
+    )
+    .unwrap();
+    ok(cluster.kubectl(&["apply", "-k", overlay.path().to_str().unwrap()]));
+    for deployment in ["jaeger", "portcullis-cert-manager", "portcullis-injector", "portcullis-validator"] {
+        ok(cluster.kubectl(&["rollout", "status", "-n", NS, &format!("deployment/{deployment}"), "--timeout=240s"]));
+    }
+    phase("every Deployment rolled out: pods Running and Ready");
+
+    // caBundle set by the in-cluster cert-manager.
+    for config in ["mutatingwebhookconfiguration/portcullis-injector", "validatingwebhookconfiguration/portcullis-validator"] {
+        let bundle = eventually(&format!("caBundle of {config}"), Duration::from_secs(60), || {
+            let out = cluster.kubectl(&["get", config, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}"]);
+            let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            (!text.is_empty()).then_some(text)
+        })
+        .await;
+        assert!(decode(&bundle).contains("BEGIN CERTIFICATE"), "{config}: {bundle}");
+    }
+    // The Lease is held by one of the cert-manager pods.
+    let cert_managers: Vec<String> =
+        pods(cluster, NS, "app.kubernetes.io/name=portcullis-cert-manager").iter().map(name).collect();
+    let holder = lease_holder(cluster);
+    assert!(cert_managers.contains(&holder), "Lease holder {holder:?} is not one of {cert_managers:?}");
+
+    phase("the pods run as non-root with read-only root filesystems, probes passing (checked from the node)");
+    for pod in pods(cluster, NS, "app.kubernetes.io/part-of=portcullis") {
+        assert!(is_ready(&pod), "{} is not Ready", name(&pod));
+        let spec = &pod["spec"]["containers"][0];
+        assert!(spec["readinessProbe"].is_object() && spec["livenessProbe"].is_object(), "{}: no probes", name(&pod));
+        for status in pod["status"]["containerStatuses"].as_array().unwrap() {
+            let pid = container_pid(cluster, status["containerID"].as_str().unwrap());
+            let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+            let uid = proc_status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+            assert!(uid.split_whitespace().skip(1).all(|id| id == "65532"), "{}: {uid}", name(&pod));
+            let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+            let root = mounts.lines().find(|l| l.split_whitespace().nth(4) == Some("/")).unwrap();
+            let options = root.split_whitespace().nth(5).unwrap();
+            assert!(options.split(',').any(|o| o == "ro"), "{}: root mounted {options}", name(&pod));
+        }
+    }
+
+    phase("a pod in an opted-in namespace gets its sidecar and runs");
+    ok(cluster.kubectl(&["create", "namespace", APPS]));
+    ok(cluster.kubectl(&["label", "namespace", APPS, "portcullis.dev/inject=enabled"]));
+    ok(cluster.kubectl(&["run", "app", "-n", APPS, "--image", PAUSE]));
+    ok(cluster.kubectl(&["wait", "--for=condition=Ready", "pod/app", "-n", APPS, "--timeout=120s"]));
+    let pod = json(cluster, &["get", "pod", "app", "-n", APPS]);
+    let sidecar = &pod["spec"]["initContainers"][0];
+    assert_eq!(sidecar["name"], "portcullis-proxy", "{pod}");
+    assert_eq!(sidecar["restartPolicy"], "Always");
+    assert!(pod["metadata"]["annotations"]["portcullis.dev/status"].is_string(), "{pod}");
+    let sidecar_status = &pod["status"]["initContainerStatuses"][0];
+    assert_eq!(sidecar_status["started"], true, "{sidecar_status}");
+    assert!(sidecar_status["state"]["running"].is_object(), "{sidecar_status}");
+    assert!(pod["status"]["containerStatuses"][0]["state"]["running"].is_object(), "{pod}");
+
+    phase("the validator denies a bad Deployment");
+    let denied = err(cluster.kubectl(&["create", "deployment", "web", "-n", APPS, "--image", PAUSE, "--replicas=1"]));
+    assert!(denied.contains("denied the request"), "{denied}");
+    assert!(denied.contains("spec.replicas is 1, below the minimum of 2"), "{denied}");
+
+    phase("traces from the pods reach the in-cluster Jaeger");
+    let jaeger = pods(cluster, NS, "app.kubernetes.io/name=jaeger");
+    let jaeger_ip = jaeger[0]["status"]["podIP"].as_str().unwrap().to_owned();
+    for service in ["portcullis-injector", "portcullis-validator", "portcullis-cert-manager"] {
+        let url = format!("http://{jaeger_ip}:16686/api/traces?service={service}&lookback=1h&limit=5");
+        eventually(&format!("traces of {service} in the in-cluster Jaeger"), Duration::from_secs(60), || {
+            let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
+            let body: Value = serde_json::from_slice(&out.stdout).ok()?;
+            body["data"].as_array().is_some_and(|d| !d.is_empty()).then_some(())
+        })
+        .await;
+    }
+
+    phase("a webhook pod of each kind deleted while pods are being created");
+    let creates = Creates::start(cluster, "during-delete");
+    wait_for_creates(cluster, "during-delete", 3).await;
+    let mut deleted = Vec::new();
+    for app in ["portcullis-injector", "portcullis-validator"] {
+        let victim = name(&pods(cluster, NS, &format!("app.kubernetes.io/name={app}"))[0]);
+        ok(cluster.kubectl(&["delete", "pod", &victim, "-n", NS, "--wait=false"]));
+        deleted.push(victim);
+    }
+    for app in ["portcullis-injector", "portcullis-validator"] {
+        eventually(&format!("{app}: two Ready pods again, the deleted one gone"), Duration::from_secs(120), || {
+            let all = pods(cluster, NS, &format!("app.kubernetes.io/name={app}"));
+            let ready = all.iter().filter(|p| is_ready(p)).count();
+            (ready == 2 && !all.iter().any(|p| deleted.contains(&name(p)))).then_some(())
+        })
+        .await;
+    }
+    let so_far = created(cluster, "during-delete");
+    wait_for_creates(cluster, "during-delete", so_far + 3).await;
+    creates.stop(cluster, "during-delete");
+
+    phase("the cert-manager leader deleted during a CA rotation");
+    let secret = || json(cluster, &["get", "secret", "portcullis-webhook-ca", "-n", NS])["data"].clone();
+    let old_ca = decode(secret()["tls.crt"].as_str().unwrap());
+    let creates = Creates::start(cluster, "during-rotation");
+    ok(cluster.kubectl(&["annotate", "secret", "portcullis-webhook-ca", "-n", NS, "portcullis.dev/rotate=now"]));
+    eventually("a new CA made and trusted", Duration::from_secs(60), || secret()["next.tls.crt"].is_string().then_some(()))
+        .await;
+    let leader = lease_holder(cluster);
+    ok(cluster.kubectl(&["delete", "pod", &leader, "-n", NS, "--wait=false"]));
+    let new_leader = eventually("another replica takes the Lease", Duration::from_secs(90), || {
+        let holder = lease_holder(cluster);
+        (!holder.is_empty() && holder != leader).then_some(holder)
+    })
+    .await;
+    eprintln!("[node test] Lease: {leader} -> {new_leader}");
+    eventually("the new leader finishes the rotation: the new CA signs", Duration::from_secs(180), || {
+        let data = secret();
+        let current = decode(data["tls.crt"].as_str()?);
+        (current != old_ca && data["next.tls.crt"].is_null() && data["previous.tls.crt"].is_string()).then_some(())
+    })
+    .await;
+    for app in ["portcullis-injector", "portcullis-validator"] {
+        ok(cluster.kubectl(&["rollout", "status", "-n", NS, &format!("deployment/{app}"), "--timeout=60s"]));
+    }
+    let so_far = created(cluster, "during-rotation");
+    wait_for_creates(cluster, "during-rotation", so_far + 3).await;
+    creates.stop(cluster, "during-rotation");
+    phase(&format!("done in {:?}", started.elapsed()));
+}
