@@ -60,9 +60,13 @@ $lacking"
 
 network() {
   install_packages
-  if ip link show "$BRIDGE" >/dev/null 2>&1; then
-    die "bridge $BRIDGE exists: another local node is running (scripts/dev down, or control-plane.sh down of its DIR)"
-  fi
+  # A node that is being taken down (a test binary's watchdog) frees it soon.
+  local deadline=$((SECONDS + 60))
+  while ip link show "$BRIDGE" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] ||
+      die "bridge $BRIDGE exists: another local node is running (scripts/dev down, or control-plane.sh down of its DIR)"
+    sleep 0.5
+  done
   mkdir -p "$dir/node"
   log "network: bridge $BRIDGE $NODE_IP ($POD_CIDR), Service IPs $SERVICE_CIDR unreachable off the node"
   ip link add "$BRIDGE" type bridge
@@ -270,24 +274,25 @@ load() { # IMAGE...
   docker save "$@" | ctr -a "$dir/node/containerd.sock" -n k8s.io images import - >/dev/null
 }
 
-stop_pid() { # NAME
-  [ -f "$dir/pids/$1" ] || return 0
-  local pid; pid=$(cat "$dir/pids/$1")
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
+stop_pids() { # NAME...: SIGTERM to all, SIGKILL to what is left after 5 s
+  local name pids=()
+  for name in "$@"; do [ -f "$dir/pids/$name" ] && pids+=("$(cat "$dir/pids/$name")"); done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 down() {
   [ -d "$dir/node" ] || return 0
   local n="$dir/node" sock="$dir/node/containerd.sock"
-  stop_pid kubelet
+  stop_pids kubelet
   if [ -S "$sock" ]; then
     local ctr=(ctr -a "$sock" -n k8s.io) t
     for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -a -s SIGKILL "$t" >/dev/null 2>&1 || true; done
     for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks delete -f "$t" >/dev/null 2>&1 || true; done
   fi
-  for c in kube-proxy kube-scheduler coredns containerd; do stop_pid "$c"; done
+  stop_pids kube-proxy kube-scheduler coredns containerd
   pkill -KILL -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
   # Mounts under the node's directory (volumes, rootfs, netns), deepest first.
   awk -v d="$n/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
