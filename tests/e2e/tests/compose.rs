@@ -24,19 +24,29 @@ fn docker(args: &[&str]) -> Output {
 /// when dropped, so a failed test leaves no container, volume or network.
 struct Compose {
     env: Vec<(String, String)>,
+    _secrets: tempfile::TempDir,
 }
 
 impl Compose {
     fn new() -> Self {
-        let token = |n: u8| format!("{:x}{:x}", std::process::id(), u64::from(n) * 0x9e37_79b9_7f4a_7c15);
+        // As the README makes them: 24 random bytes in hex, one file each
+        // (PORTCULLIS_SECRETS_DIR instead of ./.secrets, to leave the
+        // checkout alone).
+        let secrets = tempfile::tempdir().unwrap();
+        for service in ["injector", "validator"] {
+            let token = ok(Command::new("openssl").args(["rand", "-hex", "24"]).output().unwrap());
+            let file = secrets.path().join(format!("{service}-token"));
+            std::fs::write(&file, token).unwrap();
+            // Bind-mounted as they are: readable by the containers' user.
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        }
         let env = vec![
-            ("PORTCULLIS_INJECTOR_TOKEN".to_owned(), token(1)),
-            ("PORTCULLIS_VALIDATOR_TOKEN".to_owned(), token(2)),
+            ("PORTCULLIS_SECRETS_DIR".to_owned(), secrets.path().display().to_string()),
             // No registry here: the Jaeger image scripts/images built.
             ("PORTCULLIS_JAEGER_IMAGE".to_owned(), "localhost/portcullis/jaeger:dev".to_owned()),
             ("DOCKER_BUILDKIT".to_owned(), "0".to_owned()),
         ];
-        let compose = Self { env };
+        let compose = Self { env, _secrets: secrets };
         compose.run(&["down", "-v", "--remove-orphans"]);
         compose
     }
