@@ -134,9 +134,10 @@ async fn compose_up_runs_the_readme_laptop_section() {
     assert_eq!(mutated["kind"], "AdmissionReview", "{mutated}");
     assert_eq!(mutated["response"]["allowed"], true, "{mutated}");
     assert!(!mutated["response"]["patch"].is_null(), "no patch: {mutated}");
-    let request: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("services/injector/tests/data/pod-v1.json")).unwrap())
-            .unwrap();
+    let request: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("services/injector/tests/data/pod-v1.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(mutated["response"]["uid"], request["request"]["uid"]);
     let validated = review(8444, "validate", "@services/injector/tests/data/pod-v1.json");
     assert_eq!(validated["response"]["uid"], request["request"]["uid"], "{validated}");

@@ -65,10 +65,8 @@ fn decode(text: &str) -> String {
 /// The host PID of a container, from the node's containerd.
 fn container_pid(cluster: &Cluster, container_id: &str) -> u32 {
     let socket = Path::new(cluster.var("PORTCULLIS_CP_DIR")).join("node/containerd.sock");
-    let out = ok(Command::new("ctr")
-        .args(["-a", socket.to_str().unwrap(), "-n", "k8s.io", "tasks", "ls"])
-        .output()
-        .unwrap());
+    let out =
+        ok(Command::new("ctr").args(["-a", socket.to_str().unwrap(), "-n", "k8s.io", "tasks", "ls"]).output().unwrap());
     let id = container_id.trim_start_matches("containerd://");
     let line = out.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no task {id} in:\n{out}"));
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
@@ -131,7 +129,8 @@ async fn wait_for_creates(cluster: &Cluster, prefix: &str, at_least: usize) {
 }
 
 async fn in_jaeger(jaeger_ip: &str, service: &str, operation: &str) {
-    let url = format!("http://{jaeger_ip}:16686/api/traces?service={service}&operation={operation}&lookback=1h&limit=5");
+    let url =
+        format!("http://{jaeger_ip}:16686/api/traces?service={service}&operation={operation}&lookback=1h&limit=5");
     eventually(&format!("{service} {operation} traces in the in-cluster Jaeger"), Duration::from_secs(60), || {
         let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
         let body: Value = serde_json::from_slice(&out.stdout).ok()?;
@@ -174,7 +173,9 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     phase("every Deployment rolled out: pods Running and Ready");
 
     // caBundle set by the in-cluster cert-manager.
-    for config in ["mutatingwebhookconfiguration/portcullis-injector", "validatingwebhookconfiguration/portcullis-validator"] {
+    for config in
+        ["mutatingwebhookconfiguration/portcullis-injector", "validatingwebhookconfiguration/portcullis-validator"]
+    {
         let bundle = eventually(&format!("caBundle of {config}"), Duration::from_secs(60), || {
             let out = cluster.kubectl(&["get", config, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}"]);
             let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -195,6 +196,8 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
         let spec = &pod["spec"]["containers"][0];
         assert!(spec["readinessProbe"].is_object() && spec["livenessProbe"].is_object(), "{}: no probes", name(&pod));
         for status in pod["status"]["containerStatuses"].as_array().unwrap() {
+            // Liveness probes passing: never restarted.
+            assert_eq!(status["restartCount"], 0, "{}: {status}", name(&pod));
             let pid = container_pid(cluster, status["containerID"].as_str().unwrap());
             let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
             let uid = proc_status.lines().find(|l| l.starts_with("Uid:")).unwrap();
