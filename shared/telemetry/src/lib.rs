@@ -119,7 +119,12 @@ pub fn subscriber_exporting_to(
     let provider = export.map(|endpoint| provider(service_name, endpoint)).transpose()?;
     let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service_name)));
     let (plain, json) = match args.log_format {
-        LogFormat::Plain => (Some(tracing_subscriber::fmt::layer()), None),
+        // Colour only for a person at a terminal: a file, a pipe or a
+        // container log gets plain text.
+        LogFormat::Plain => (
+            Some(tracing_subscriber::fmt::layer().with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))),
+            None,
+        ),
         LogFormat::Json => (
             None,
             Some(
