@@ -121,7 +121,8 @@ async fn serves_verified_tls_refuses_bad_input_and_swaps_certificates_live() {
     assert_eq!(response.status(), 200);
     let review: Value = response.json().await.unwrap();
     assert_eq!(review["response"]["allowed"], true);
-    let patch: Vec<u8> = serde_json::from_value(review["response"]["patch"].clone()).unwrap();
+    let patch = review["response"]["patch"].as_str().expect("response.patch is a base64 string");
+    let patch = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, patch).unwrap();
     let patch: Value = serde_json::from_slice(&patch).unwrap();
     let mut pod: Value = serde_json::from_slice::<Value>(&fixture()).unwrap()["request"]["object"].clone();
     support::rfc6902::apply(&mut pod, &patch).unwrap();

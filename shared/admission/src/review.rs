@@ -125,10 +125,61 @@ fn check_kind(declared: &GroupVersionKind, field: &'static str, object: &Value) 
     })
 }
 
-/// Encodes a response as an `AdmissionReview` of the request's `apiVersion`.
+/// Encodes a response as an `AdmissionReview` of the request's
+/// `apiVersion`, in the wire format the API documents: `response.patch` is
+/// the base64 of the JSON Patch (kube-core's type would send its bytes as a
+/// JSON array of numbers, four times the size and unreadable).
 pub fn encode(response: AdmissionResponse) -> Vec<u8> {
-    // An AdmissionReview of plain strings, maps and bytes always serializes.
-    serde_json::to_vec(&response.into_review()).unwrap_or_default()
+    let review = WireReview {
+        api_version: &response.types.api_version,
+        kind: "AdmissionReview",
+        response: WireResponse {
+            uid: &response.uid,
+            allowed: response.allowed,
+            status: &response.result,
+            patch: response.patch.as_deref().map(Base64),
+            patch_type: response.patch.as_ref().map(|_| "JSONPatch"),
+            audit_annotations: &response.audit_annotations,
+            warnings: response.warnings.as_deref(),
+        },
+    };
+    // Plain strings, maps and bytes always serialize.
+    serde_json::to_vec(&review).unwrap_or_default()
+}
+
+/// The `AdmissionReview` a webhook answers with, borrowed from the response.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireReview<'a> {
+    api_version: &'a str,
+    kind: &'static str,
+    response: WireResponse<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireResponse<'a> {
+    uid: &'a str,
+    allowed: bool,
+    status: &'a kube::core::Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<Base64<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "std::collections::HashMap::is_empty")]
+    audit_annotations: &'a std::collections::HashMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<&'a [String]>,
+}
+
+/// Bytes serialized as a standard base64 string (Go's `[]byte` in JSON).
+struct Base64<'a>(&'a [u8]);
+
+impl serde::Serialize for Base64<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(self.0))
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +220,26 @@ mod tests {
         assert_eq!(out["kind"], "AdmissionReview");
         assert_eq!(out["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
         assert_eq!(out["response"]["allowed"], true);
+    }
+
+    #[test]
+    fn the_patch_goes_out_as_base64_of_the_json_patch() {
+        let body = review(
+            "admission.k8s.io/v1",
+            pod_request(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})),
+        );
+        let req = decode(&body).expect("valid review");
+        let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]);
+        let response = AdmissionResponse::from(&req.inner)
+            .with_patch(serde_json::from_value(patch.clone()).expect("patch"))
+            .expect("patch serializes");
+        let out: Value = serde_json::from_slice(&encode(response)).expect("json");
+        let text = out["response"]["patch"].as_str().expect("patch is a string");
+        use base64::Engine as _;
+        let decoded = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
+        assert_eq!(serde_json::from_slice::<Value>(&decoded).expect("json patch"), patch);
+        assert_eq!(out["response"]["patchType"], "JSONPatch");
+        assert_eq!(out["apiVersion"], "admission.k8s.io/v1");
     }
 
     #[rstest]

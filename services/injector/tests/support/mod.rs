@@ -37,9 +37,10 @@ impl Admitted {
     }
 
     pub fn patch(&self) -> Option<Value> {
-        // kube-core sends the patch bytes as a JSON array of numbers, which
-        // the API server's decoder accepts for a []byte field.
-        let bytes: Vec<u8> = serde_json::from_value(self.response["response"]["patch"].clone()).ok()?;
+        // As the API documents it: base64 of the JSON Patch, a string.
+        use base64::Engine as _;
+        let text = self.response["response"]["patch"].as_str()?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).expect("response.patch is base64");
         Some(serde_json::from_slice(&bytes).unwrap())
     }
 
