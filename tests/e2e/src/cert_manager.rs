@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::{Cluster, Process, binaries, eventually, free_addr, ok, repo};
+use crate::{Cluster, Process, binaries, eventually, ok, repo, spawn_reporting};
 
 /// The cert-manager's namespace, as in `deploy/`.
 pub const NAMESPACE: &str = "portcullis-system";
@@ -57,23 +57,21 @@ impl Setup {
     /// Starts a replica named `pod` with `extra` flags, exporting to the
     /// cluster's Jaeger, and waits until it listens.
     pub async fn start(&self, cluster: &Cluster, pod: &str, extra: &[&str]) -> CertManager {
-        let (addr, admin) = (free_addr(), free_addr());
-        let process = Process(
-            Command::new(binaries().join("portcullis-cert-manager"))
-                .args(["serve", "--mode", "kubernetes", "--namespace", NAMESPACE, "--config"])
-                .arg(self.path("config.yaml"))
-                .arg("--publish-ca")
-                .arg(self.path("ca.crt"))
-                .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
-                .args(extra)
-                .env("KUBECONFIG", self.path("kubeconfig"))
-                .env("POD_NAME", pod)
-                .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
-                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap(),
-        );
+        let mut command = Command::new(binaries().join("portcullis-cert-manager"));
+        command
+            .args(["serve", "--mode", "kubernetes", "--namespace", NAMESPACE, "--config"])
+            .arg(self.path("config.yaml"))
+            .arg("--publish-ca")
+            .arg(self.path("ca.crt"))
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .args(extra)
+            .env("KUBECONFIG", self.path("kubeconfig"))
+            .env("POD_NAME", pod)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+            .stderr(Stdio::inherit());
+        let (process, addrs) = spawn_reporting(command, &["grpc", "admin"], true);
+        let (addr, admin) = (addrs[0], addrs[1]);
         let mut cert_manager = CertManager { process, addr, admin };
         eventually("the cert-manager listens", Duration::from_secs(20), || {
             assert!(cert_manager.process.0.try_wait().unwrap().is_none(), "the cert-manager exited");
@@ -86,27 +84,25 @@ impl Setup {
     /// Starts an injector (deploy's injector config) serving on loopback
     /// with a certificate from `cert_manager`, with `extra` flags.
     pub async fn injector(&self, cluster: &Cluster, cert_manager: &CertManager, extra: &[&str]) -> Injector {
-        let (addr, admin) = (free_addr(), free_addr());
-        let process = Process(
-            Command::new(binaries().join("portcullis-injector"))
-                .arg("serve")
-                .arg("--config")
-                .arg(repo().join("deploy/base/config/injector.yaml"))
-                .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
-                .args(["--cert-manager-url", &cert_manager.url()])
-                .arg("--cert-manager-ca-file")
-                .arg(self.path("ca.crt"))
-                .arg("--cert-manager-token-file")
-                .arg(self.path("token"))
-                .args(["--cert-names", "127.0.0.1"])
-                .args(extra)
-                .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
-                .env("OTEL_SERVICE_NAME", "portcullis-injector")
-                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap(),
-        );
+        let mut command = Command::new(binaries().join("portcullis-injector"));
+        command
+            .arg("serve")
+            .arg("--config")
+            .arg(repo().join("deploy/base/config/injector.yaml"))
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .args(["--cert-manager-url", &cert_manager.url()])
+            .arg("--cert-manager-ca-file")
+            .arg(self.path("ca.crt"))
+            .arg("--cert-manager-token-file")
+            .arg(self.path("token"))
+            .args(["--cert-names", "127.0.0.1"])
+            .args(extra)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+            .env("OTEL_SERVICE_NAME", "portcullis-injector")
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+            .stderr(Stdio::inherit());
+        let (process, addrs) = spawn_reporting(command, &["webhook", "admin"], true);
+        let (addr, admin) = (addrs[0], addrs[1]);
         let ready = format!("http://{admin}/readyz");
         eventually("the injector has its certificate", Duration::from_secs(40), || {
             let out = Command::new("curl").args(["-fsS", &ready]).output().ok()?;

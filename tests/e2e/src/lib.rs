@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -157,9 +157,43 @@ pub fn binaries() -> &'static Path {
     })
 }
 
-/// A free loopback port.
-pub fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+/// Starts `command` (a Portcullis server given `127.0.0.1:0` for its
+/// listeners, so that nothing picks a port in advance) and returns it with
+/// the addresses it bound, read from its startup log line (`key=ADDR` for
+/// each of `keys`, e.g. `webhook`, `admin`). Its log (stdout) goes on to
+/// this process's stderr when `echo`, else it is drained.
+pub fn spawn_reporting(mut command: Command, keys: &[&str], echo: bool) -> (Process, Vec<SocketAddr>) {
+    use std::io::BufRead as _;
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let keys: Vec<String> = keys.iter().map(|k| format!("{k}=")).collect();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let found: Option<Vec<SocketAddr>> = keys
+                .iter()
+                .map(|key| {
+                    let at = line.find(key.as_str())? + key.len();
+                    line[at..].split_whitespace().next()?.parse().ok()
+                })
+                .collect();
+            if let Some(addrs) = found {
+                let _ = sender.send(addrs);
+            }
+            if echo {
+                eprintln!("{line}");
+            }
+        }
+    });
+    let mut process = Process(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(addrs) = receiver.recv_timeout(Duration::from_millis(100)) {
+            return (process, addrs);
+        }
+        assert!(process.0.try_wait().unwrap().is_none(), "the process exited before it reported its addresses");
+        assert!(Instant::now() < deadline, "no address line in the process's log within 30 s");
+    }
 }
 
 /// A name unique to this test run: `prefix-<pid>-<n>`.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 
-use crate::{Process, binaries, free_addr};
+use crate::{Process, binaries, spawn_reporting};
 
 /// A CA and a serving certificate for 127.0.0.1 signed by it.
 #[derive(Debug, Clone)]
@@ -76,8 +76,9 @@ impl Webhook {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.cert).unwrap();
         std::fs::write(dir.path().join("tls.key"), &pki.key).unwrap();
+        let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
         let mut webhook =
-            Self { kind, addr: free_addr(), admin: free_addr(), pki, dir, config: config.to_path_buf(), process: None };
+            Self { kind, addr: unbound, admin: unbound, pki, dir, config: config.to_path_buf(), process: None };
         webhook.resume().await;
         webhook
     }
@@ -87,14 +88,17 @@ impl Webhook {
         self.process = None;
     }
 
-    /// Starts the process again on the same address and waits for readiness.
+    /// Starts the process (again: on the addresses it had) and waits for
+    /// readiness. The first start binds port 0 and learns its addresses
+    /// from the process's log.
     pub async fn resume(&mut self) {
         let (binary, config_flag, service) = match self.kind {
             Kind::Injector => ("portcullis-injector", "--config", "portcullis-injector"),
             Kind::Validator => ("portcullis-validator", "--policy", "portcullis-validator"),
         };
         let cluster = crate::cluster();
-        let child = Command::new(binaries().join(binary))
+        let mut command = Command::new(binaries().join(binary));
+        command
             .arg("serve")
             .arg(config_flag)
             .arg(&self.config)
@@ -109,11 +113,10 @@ impl Webhook {
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
             .env("OTEL_SERVICE_NAME", service)
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        self.process = Some(Process(child));
+            .stderr(Stdio::inherit());
+        let (process, addrs) = spawn_reporting(command, &["webhook", "admin"], false);
+        (self.addr, self.admin) = (addrs[0], addrs[1]);
+        self.process = Some(process);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let ready = std::net::TcpStream::connect(self.admin).is_ok()

@@ -8,7 +8,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use portcullis_e2e::{Process, binaries, cluster, eventually, free_addr, jaeger_traces, repo, spans_of};
+use portcullis_e2e::{Process, binaries, cluster, eventually, jaeger_traces, repo, spans_of, spawn_reporting};
 
 #[tokio::test]
 async fn the_injector_serves_a_certificate_from_the_cert_manager() {
@@ -22,50 +22,49 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
         ),
     )
     .unwrap();
-    let (cm_addr, cm_admin, hook, admin) = (free_addr(), free_addr(), free_addr(), free_addr());
     let jaeger = cluster().var("PORTCULLIS_JAEGER_OTLP").to_owned();
-    let cert_manager = || {
-        Process(
-            Command::new(binaries().join("portcullis-cert-manager"))
-                .arg("serve")
-                .arg("--config")
-                .arg(dir.path().join("cert-manager.yaml"))
-                .arg("--ca-dir")
-                .arg(dir.path().join("ca"))
-                .arg("--publish-ca")
-                .arg(dir.path().join("ca.crt"))
-                .args(["--listen", &cm_addr.to_string(), "--admin-listen", &cm_admin.to_string()])
-                .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
-                .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
+    // The first start binds port 0; a restart takes the ports it had, since
+    // the webhook was given its URL.
+    let cert_manager = |listen: &str, admin: &str| {
+        let mut command = Command::new(binaries().join("portcullis-cert-manager"));
+        command
+            .arg("serve")
+            .arg("--config")
+            .arg(dir.path().join("cert-manager.yaml"))
+            .arg("--ca-dir")
+            .arg(dir.path().join("ca"))
+            .arg("--publish-ca")
+            .arg(dir.path().join("ca.crt"))
+            .args(["--listen", listen, "--admin-listen", admin])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
+            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+            .stderr(Stdio::null());
+        spawn_reporting(command, &["grpc", "admin"], false)
     };
     // The CA exists before the webhook needs to trust the cert-manager.
-    let first = cert_manager();
+    let (first, addrs) = cert_manager("127.0.0.1:0", "127.0.0.1:0");
+    let (cm_addr, cm_admin) = (addrs[0].to_string(), addrs[1].to_string());
     eventually("the CA is made", Duration::from_secs(10), || dir.path().join("ca.crt").exists().then_some(())).await;
     drop(first);
 
-    let _injector = Process(
-        Command::new(binaries().join("portcullis-injector"))
-            .arg("serve")
-            .arg("--config")
-            .arg(repo().join("deploy/base/config/injector.yaml"))
-            .args(["--listen", &hook.to_string(), "--admin-listen", &admin.to_string()])
-            .args(["--cert-manager-url", &format!("https://127.0.0.1:{}", cm_addr.port())])
-            .arg("--cert-manager-ca-file")
-            .arg(dir.path().join("ca.crt"))
-            .arg("--cert-manager-token-file")
-            .arg(dir.path().join("token"))
-            .args(["--cert-names", "localhost,127.0.0.1"])
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
-            .env("OTEL_SERVICE_NAME", "portcullis-injector")
-            .env("OTEL_BSP_SCHEDULE_DELAY", "200")
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut injector = Command::new(binaries().join("portcullis-injector"));
+    injector
+        .arg("serve")
+        .arg("--config")
+        .arg(repo().join("deploy/base/config/injector.yaml"))
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .args(["--cert-manager-url", &format!("https://{cm_addr}")])
+        .arg("--cert-manager-ca-file")
+        .arg(dir.path().join("ca.crt"))
+        .arg("--cert-manager-token-file")
+        .arg(dir.path().join("token"))
+        .args(["--cert-names", "localhost,127.0.0.1"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
+        .env("OTEL_SERVICE_NAME", "portcullis-injector")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+        .stderr(Stdio::null());
+    let (_injector, addrs) = spawn_reporting(injector, &["webhook", "admin"], false);
+    let (hook, admin) = (addrs[0], addrs[1]);
     let ready = || {
         Command::new("curl")
             .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("http://{admin}/readyz")])
@@ -76,7 +75,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     let status = eventually("the admin port answers", Duration::from_secs(10), || ready().filter(|s| s != "000")).await;
     assert_eq!(status, "503", "not ready without a certificate");
 
-    let cm = cert_manager();
+    let (cm, _) = cert_manager(&cm_addr, &cm_admin);
     eventually("ready once the certificate arrives", Duration::from_secs(20), || ready().filter(|s| s == "200")).await;
     let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.crt")).unwrap()).unwrap();
     let client = reqwest::Client::builder().tls_built_in_root_certs(false).add_root_certificate(ca).build().unwrap();
@@ -124,7 +123,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     assert_eq!(ready().as_deref(), Some("200"));
 
     // Back again: the webhook's retries (with backoff) get the renewal.
-    let _back = cert_manager();
+    let _back = cert_manager(&cm_addr, &cm_admin);
     let issued = || {
         let out = Command::new("curl").args(["-fsS", &format!("http://{cm_admin}/metrics")]).output().ok()?;
         String::from_utf8_lossy(&out.stdout).contains("portcullis_certs_issued_total 1").then_some(())

@@ -136,7 +136,8 @@ async fn compose_up_runs_the_readme_laptop_section() {
     // The documented wire format: patch is base64 of an RFC 6902 patch.
     use base64::Engine as _;
     let patch = mutated["response"]["patch"].as_str().unwrap_or_else(|| panic!("patch is not a string: {mutated}"));
-    let patch: Value = serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(patch).unwrap()).unwrap();
+    let patch: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(patch).unwrap()).unwrap();
     assert!(patch.as_array().is_some_and(|ops| ops.iter().all(|op| op["op"].is_string() && op["path"].is_string())));
     assert_eq!(mutated["response"]["patchType"], "JSONPatch");
     let request: Value = serde_json::from_str(
