@@ -39,7 +39,10 @@ fn bench(c: &mut Criterion) {
         ("10 built-in rules", built_in.as_str()),
         ("10 CEL rules", cel_only.as_str()),
     ] {
-        let Ok(policies) = PolicySet::from_sources([(Path::new("policies.yaml"), yaml.as_bytes())]) else {
+        let Ok(policies) = PolicySet::from_sources(
+            [(Path::new("policies.yaml"), yaml.as_bytes())],
+            portcullis_validator::cost::DEFAULT_LIMIT,
+        ) else {
             return;
         };
         let settings = Settings { system_namespaces: vec!["kube-system".into()], cel_deadline: Duration::from_secs(1) };

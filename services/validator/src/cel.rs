@@ -112,29 +112,39 @@ pub enum Outcome {
     Error(String),
 }
 
-fn compile(name: &str, what: &str, source: &str) -> Result<Compiled, String> {
+fn compile(name: &str, what: &str, source: &str, cost_limit: u64) -> Result<Compiled, String> {
     if source.len() > MAX_EXPRESSION_LEN {
         return Err(format!("{what}: expression is {} characters; the limit is {MAX_EXPRESSION_LEN}", source.len()));
     }
     let program = Program::compile(source).map_err(|e| format!("{what}: {source:?} does not compile: {e}"))?;
+    let cost = crate::cost::estimate(program.expression()).superlinear;
+    if cost > cost_limit {
+        let shown = if cost == u64::MAX { "unbounded".to_owned() } else { cost.to_string() };
+        return Err(format!(
+            "{what}: {source:?} has an estimated worst-case cost of {shown}, over the limit of {cost_limit} \
+             (--cel-cost-limit): its work grows faster than the object it reads (a loop over the object inside \
+             a loop over the object, or a scan of the whole object per element)"
+        ));
+    }
     Ok(Compiled { name: name.to_owned(), source: source.to_owned(), program })
 }
 
 impl CelRules {
-    /// Compiles every expression; the first that fails is reported with
-    /// its position.
+    /// Compiles every expression; the first that fails to compile or costs
+    /// more than `cost_limit` is reported with its position.
     pub fn compile(
         match_conditions: Vec<NamedExpression>,
         variables: Vec<NamedExpression>,
         validations: Vec<Validation>,
+        cost_limit: u64,
     ) -> Result<Self, String> {
         let match_conditions = match_conditions
             .iter()
-            .map(|c| compile(&c.name, &format!("matchConditions {:?}", c.name), &c.expression))
+            .map(|c| compile(&c.name, &format!("matchConditions {:?}", c.name), &c.expression, cost_limit))
             .collect::<Result<_, _>>()?;
         let variables = variables
             .iter()
-            .map(|v| compile(&v.name, &format!("variables {:?}", v.name), &v.expression))
+            .map(|v| compile(&v.name, &format!("variables {:?}", v.name), &v.expression, cost_limit))
             .collect::<Result<_, _>>()?;
         let validations = validations
             .iter()
@@ -143,10 +153,10 @@ impl CelRules {
                 let message_expression = v
                     .message_expression
                     .as_deref()
-                    .map(|m| compile("", &format!("validations[{i}].messageExpression"), m))
+                    .map(|m| compile("", &format!("validations[{i}].messageExpression"), m, cost_limit))
                     .transpose()?;
                 Ok(CompiledValidation {
-                    expression: compile("", &format!("validations[{i}]"), &v.expression)?,
+                    expression: compile("", &format!("validations[{i}]"), &v.expression, cost_limit)?,
                     message: v.message.clone(),
                     message_expression,
                     reason: v.reason.unwrap_or_default(),

@@ -50,6 +50,13 @@ pub struct PolicyArgs {
     /// it, the policies' failure policy applies.
     #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = parse_duration)]
     pub cel_timeout: Duration,
+    /// Largest worst-case cost a CEL expression may spend beyond work linear
+    /// in the object (nested loops over it, whole-object scans per element),
+    /// estimated at load with request data at the API server's 3 MiB limit;
+    /// a policy with a dearer expression is refused. The default is
+    /// Kubernetes' StaticEstimatedCostLimit.
+    #[arg(long, env = "PORTCULLIS_CEL_COST_LIMIT", default_value_t = crate::cost::DEFAULT_LIMIT)]
+    pub cel_cost_limit: u64,
 }
 
 /// `serve` flags.

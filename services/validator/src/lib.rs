@@ -15,6 +15,7 @@
 
 pub mod cel;
 pub mod cli;
+pub mod cost;
 pub mod evaluate;
 pub mod namespaces;
 pub mod offline;

@@ -160,8 +160,12 @@ pub struct PolicySet {
 
 impl PolicySet {
     /// Parses, checks and compiles every document of every source. A CEL
-    /// expression that does not compile is refused with its position.
-    pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, PolicyError> {
+    /// expression that does not compile, or whose estimated worst-case cost
+    /// exceeds `cost_limit`, is refused with its position.
+    pub fn from_sources<'a>(
+        sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+        cost_limit: u64,
+    ) -> Result<Self, PolicyError> {
         let mut policies: Vec<Policy> = Vec::new();
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
         for (origin, doc) in documents::parse::<Spec>(sources, KIND)? {
@@ -178,7 +182,8 @@ impl PolicySet {
                 selector.check().map_err(invalid)?;
             }
             spec.rules.check().map_err(invalid)?;
-            let cel = CelRules::compile(spec.match_conditions, spec.variables, spec.validations).map_err(invalid)?;
+            let cel = CelRules::compile(spec.match_conditions, spec.variables, spec.validations, cost_limit)
+                .map_err(invalid)?;
             if spec.rules.is_empty() && cel.validations.is_empty() {
                 return Err(invalid("has neither rules nor validations".into()).into());
             }

@@ -17,7 +17,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
     let paths = args.policy.paths.clone();
     let initial = watch::read_all(&paths).context("reading the policies")?;
-    let policies = parse(&initial).context("the policies are invalid")?;
+    let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
     log_policies("policies loaded", &policies);
     let (namespaces, ready): (Arc<dyn NamespaceLabels>, portcullis_server::admin::ReadyCheck) = if args.watch_namespaces
     {
@@ -33,6 +33,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let validator = Arc::new(Validator::new(policies, settings(&args.policy), namespaces));
     let metrics = Arc::new(Metrics::new(|registry| validator.register(registry)));
     let target = validator.clone();
+    let cost_limit = args.policy.cel_cost_limit;
+    let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
     reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
         log_policies("policies reloaded", &p);
         target.set_policies(p);
@@ -48,9 +50,10 @@ pub fn settings(args: &PolicyArgs) -> Settings {
     Settings { system_namespaces, cel_deadline: args.cel_timeout }
 }
 
-/// Parses every file's documents into one policy set.
-pub fn parse(contents: &watch::Contents) -> Result<PolicySet, PolicyError> {
-    PolicySet::from_sources(contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice())))
+/// Parses every file's documents into one policy set, refusing CEL whose
+/// estimated cost exceeds `cost_limit`.
+pub fn parse(contents: &watch::Contents, cost_limit: u64) -> Result<PolicySet, PolicyError> {
+    PolicySet::from_sources(contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice())), cost_limit)
 }
 
 fn log_policies(message: &str, set: &PolicySet) {

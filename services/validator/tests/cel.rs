@@ -114,9 +114,11 @@ fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"}, "data": {"items": items}});
     let mut settings = support::settings();
     settings.cel_deadline = Duration::from_millis(50);
+    // The cost estimate would refuse this policy at load (next test); with
+    // the estimate off, the deadline is the backstop.
     let validator = |policy: &str| {
         Validator::new(
-            support::policies(&SLOW.replace("FAILURE", policy)),
+            support::policies_with_cost_limit(&SLOW.replace("FAILURE", policy), u64::MAX).unwrap(),
             settings.clone(),
             Arc::new(portcullis_validator::webhook::NoNamespaces),
         )
@@ -125,6 +127,20 @@ fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
     assert!(!allowed);
     assert!(message.contains("policy could not be evaluated: CEL evaluation took longer than 50 ms"), "{message}");
     assert!(run(&validator("Ignore"), &create(cm)).0, "fails open under Ignore");
+}
+
+#[test]
+fn a_policy_whose_cost_grows_faster_than_the_object_is_refused_at_load() {
+    let refused = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), 10_000_000).unwrap_err();
+    assert!(refused.contains("policy slow: validations[0]"), "{refused}");
+    assert!(refused.contains("estimated worst-case cost of"), "{refused}");
+    assert!(refused.contains("over the limit of 10000000 (--cel-cost-limit)"), "{refused}");
+    // The example from the issue: no two annotations share a value.
+    let quadratic = SLOW.replace("FAILURE", "Fail").replace(
+        "object.data.items.all(a, object.data.items.all(b, object.data.items.all(c, a + b + c != '')))",
+        "object.metadata.annotations.all(k, object.metadata.annotations.all(j, k == j || object.metadata.annotations[k] != object.metadata.annotations[j]))",
+    );
+    assert!(support::policies_with_cost_limit(&quadratic, 10_000_000).is_err());
 }
 
 #[test]

@@ -245,8 +245,10 @@ fn audit_findings_allow_and_are_reported() {
 )]
 fn bad_policies_are_refused_with_a_clear_message(#[case] spec: &str, #[case] expected: &str) {
     let yaml = format!("apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\n{spec}\n");
-    let err =
-        portcullis_validator::policy::PolicySet::from_sources([(std::path::Path::new("p.yaml"), yaml.as_bytes())])
-            .unwrap_err();
+    let err = portcullis_validator::policy::PolicySet::from_sources(
+        [(std::path::Path::new("p.yaml"), yaml.as_bytes())],
+        portcullis_validator::cost::DEFAULT_LIMIT,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains(expected), "{err}");
 }

@@ -23,7 +23,11 @@ pub fn settings() -> Settings {
 }
 
 pub fn policies(yaml: &str) -> PolicySet {
-    PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())]).unwrap()
+    policies_with_cost_limit(yaml, portcullis_validator::cost::DEFAULT_LIMIT).unwrap()
+}
+
+pub fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, String> {
+    PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())], limit).map_err(|e| e.to_string())
 }
 
 pub fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
