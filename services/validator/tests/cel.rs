@@ -110,7 +110,7 @@ fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
     // abandoned evaluations (they run on until done: no cost budget yet)
     // do not starve the other tests of this binary of CPU for a minute, as
     // 400 items did on two cores.
-    let items: Vec<String> = (0..60).map(|i| format!("item-{i}")).collect();
+    let items: Vec<String> = (0..45).map(|i| format!("item-{i}")).collect();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"}, "data": {"items": items}});
     let mut settings = support::settings();
     settings.cel_deadline = Duration::from_millis(50);
