@@ -62,46 +62,30 @@ build_kubernetes() { # BINARIES...
   )
 }
 
-build_etcd() {
-  [ -x "$BIN/etcd-$ETCD_VERSION" ] && { log "etcd $ETCD_VERSION: cached"; return; }
-  local dir; dir=$(scratch "etcd-$ETCD_VERSION")
-  log "etcd $ETCD_VERSION: building"
+# build_main NAME VERSION PACKAGE: `go get PACKAGE@VERSION` in a scratch
+# module, then build its main package into $BIN/NAME-VERSION.
+build_main() {
+  local name=$1 version=$2 package=$3
+  [ -x "$BIN/$name-$version" ] && { log "$name $version: cached"; return; }
+  local dir; dir=$(scratch "$name-$version")
+  log "$name $version: building"
   (
     cd "$dir"
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
-    go build -ldflags "-s -w" -o "$BIN/etcd-$ETCD_VERSION.tmp" go.etcd.io/etcd/server/v3
-    mv "$BIN/etcd-$ETCD_VERSION.tmp" "$BIN/etcd-$ETCD_VERSION"
+    go get "$package@$version" >&2
+    go build -ldflags "-s -w" -o "$BIN/$name-$version.tmp" "$package"
+    mv "$BIN/$name-$version.tmp" "$BIN/$name-$version"
   )
 }
 
-build_jaeger() {
-  [ -x "$BIN/jaeger-$JAEGER_VERSION" ] && { log "jaeger $JAEGER_VERSION: cached"; return; }
-  local dir; dir=$(scratch "jaeger-$JAEGER_VERSION")
-  log "jaeger $JAEGER_VERSION: building"
-  (
-    cd "$dir"
-    # The checksum database reachable here has no entries for many of the
-    # OpenTelemetry collector versions Jaeger pins; the module proxy serves
-    # them, and go.sum in the scratch module records their hashes. Scoped
-    # to this one build of a test-only tool.
-    export GOSUMDB=off
-    go get "github.com/jaegertracing/jaeger/cmd/jaeger@$JAEGER_VERSION" >&2
-    go build -ldflags "-s -w" -o "$BIN/jaeger-$JAEGER_VERSION.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
-    mv "$BIN/jaeger-$JAEGER_VERSION.tmp" "$BIN/jaeger-$JAEGER_VERSION"
-  )
-}
+build_etcd() { build_main etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3; }
 
-build_coredns() {
-  [ -x "$BIN/coredns-$COREDNS_VERSION" ] && { log "coredns $COREDNS_VERSION: cached"; return; }
-  local dir; dir=$(scratch "coredns-$COREDNS_VERSION")
-  log "coredns $COREDNS_VERSION: building"
-  (
-    cd "$dir"
-    go get "github.com/coredns/coredns@$COREDNS_VERSION" >&2
-    go build -ldflags "-s -w" -o "$BIN/coredns-$COREDNS_VERSION.tmp" github.com/coredns/coredns
-    mv "$BIN/coredns-$COREDNS_VERSION.tmp" "$BIN/coredns-$COREDNS_VERSION"
-  )
-}
+# The checksum database reachable here has no entries for many of the
+# OpenTelemetry collector versions Jaeger pins; the module proxy serves
+# them, and go.sum in the scratch module records their hashes. Scoped to
+# this one build of a test-only tool.
+build_jaeger() { GOSUMDB=off build_main jaeger "$JAEGER_VERSION" github.com/jaegertracing/jaeger/cmd/jaeger; }
+
+build_coredns() { build_main coredns "$COREDNS_VERSION" github.com/coredns/coredns; }
 
 # Compose's go.mod has exclude directives, so `go install` refuses it: build
 # inside the downloaded module directory instead.
