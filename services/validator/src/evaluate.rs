@@ -146,7 +146,12 @@ fn run_cel(
 ) -> Result<Vec<Outcome>, String> {
     // CEL has no loops, but comprehensions over large inputs can still be
     // slow; evaluate off the request's thread and give up at the deadline.
-    crate::workers::run(move || indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings)).collect(), deadline)
+    // The evaluation stops itself soon after (cel::Guard).
+    let stop_at = std::time::Instant::now() + deadline;
+    crate::workers::run(
+        move || indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings, stop_at)).collect(),
+        deadline,
+    )
 }
 
 /// `Deployment demo/web`, `Namespace team-a`, `Pod demo/web-*` (generateName).

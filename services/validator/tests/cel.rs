@@ -106,11 +106,10 @@ spec:
 
 #[test]
 fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
-    // Large enough to pass the 50 ms deadline, small enough that the
-    // abandoned evaluations (they run on until done: no cost budget yet)
-    // do not starve the other tests of this binary of CPU for a minute, as
-    // 400 items did on two cores.
-    let items: Vec<String> = (0..45).map(|i| format!("item-{i}")).collect();
+    // 400 items: 64 million passes. Before evaluations stopped themselves,
+    // the abandoned ones burned both cores for a minute and starved every
+    // later test of this binary.
+    let items: Vec<String> = (0..400).map(|i| format!("item-{i}")).collect();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"}, "data": {"items": items}});
     let mut settings = support::settings();
     settings.cel_deadline = Duration::from_millis(50);
@@ -125,8 +124,28 @@ fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
     };
     let (allowed, message, _, _) = run(&validator("Fail"), &create(cm.clone()));
     assert!(!allowed);
-    assert!(message.contains("policy could not be evaluated: CEL evaluation took longer than 50 ms"), "{message}");
+    // Whichever comes first: the request giving up, or the evaluation
+    // stopping itself at the same deadline.
+    assert!(
+        message.contains("policy could not be evaluated: CEL evaluation took longer than 50 ms")
+            || message.contains("policy could not be evaluated: CEL evaluation stopped at its deadline"),
+        "{message}"
+    );
     assert!(run(&validator("Ignore"), &create(cm)).0, "fails open under Ignore");
+}
+
+#[test]
+fn an_evaluation_past_its_deadline_stops_by_itself() {
+    let items: Vec<String> = (0..400).map(|i| format!("item-{i}")).collect();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"items": items}});
+    let set = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), u64::MAX).unwrap();
+    let bindings = portcullis_validator::cel::Bindings::new(Some(&cm), None, &json!({"operation": "CREATE"}));
+    let started = std::time::Instant::now();
+    let outcome = set.policies[0].cel.evaluate(&bindings, started + Duration::from_millis(50));
+    // 64 million passes would take minutes; it ends within one innermost
+    // loop (400 passes) of the deadline.
+    assert!(started.elapsed() < Duration::from_secs(2), "ran for {:?}", started.elapsed());
+    assert_eq!(outcome, portcullis_validator::cel::Outcome::Error(portcullis_validator::cel::STOPPED.to_owned()));
 }
 
 #[test]
