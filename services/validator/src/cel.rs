@@ -5,8 +5,8 @@
 //! (kube-cel) registered. Expressions are compiled once, at load.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use kube_cel::KubeCelExt as _;
@@ -177,43 +177,47 @@ impl CelRules {
     /// Evaluates against `bindings`; past `deadline` the evaluation stops
     /// at its next read of a request variable (see [`Guard`]).
     pub fn evaluate(&self, bindings: &Bindings, deadline: Instant) -> Outcome {
-        let guard = Guard { bindings, variables: Mutex::new(Cel::Null), deadline, stopped: AtomicBool::new(false) };
+        let guard = Guard { deadline, stopped: AtomicBool::new(false) };
+        let outcome = self.evaluate_guarded(bindings, &guard);
+        if guard.stopped.load(Ordering::Relaxed) { Outcome::Error(STOPPED.to_owned()) } else { outcome }
+    }
+
+    fn evaluate_guarded(&self, bindings: &Bindings, guard: &Guard) -> Outcome {
+        // The data is converted once, into the context's own variables; the
+        // guard is asked first on every lookup and answers only past the
+        // deadline.
         let mut ctx = Context::default();
         ctx.register_all();
-        ctx.set_variable_resolver(&guard);
-        let failed = |what: String| {
-            if guard.stopped.load(Ordering::Relaxed) {
-                Outcome::Error(STOPPED.to_owned())
-            } else {
-                Outcome::Error(what)
-            }
-        };
+        ctx.set_variable_resolver(guard);
+        ctx.add_variable_from_value("object", bindings.object.clone());
+        ctx.add_variable_from_value("oldObject", bindings.old_object.clone());
+        ctx.add_variable_from_value("request", bindings.request.clone());
         for condition in &self.match_conditions {
             match condition.program.execute(&ctx) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => return Outcome::NotMatched,
                 Ok(other) => return Outcome::Error(not_bool("matchConditions", &condition.source, &other)),
-                Err(e) => return failed(format!("matchConditions {:?}: {e}", condition.name)),
+                Err(e) => return Outcome::Error(format!("matchConditions {:?}: {e}", condition.name)),
             }
         }
         let mut variables: HashMap<Key, Cel> = HashMap::new();
         for variable in &self.variables {
-            guard.set_variables(Cel::Map(Map { map: Arc::new(variables.clone()) }));
+            ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables.clone()) }));
             match variable.program.execute(&ctx) {
                 Ok(value) => {
                     variables.insert(Key::String(Arc::new(variable.name.clone())), value);
                 }
-                Err(e) => return failed(format!("variables {:?}: {e}", variable.name)),
+                Err(e) => return Outcome::Error(format!("variables {:?}: {e}", variable.name)),
             }
         }
-        guard.set_variables(Cel::Map(Map { map: Arc::new(variables) }));
+        ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables) }));
         let mut violations = Vec::new();
         for v in &self.validations {
             match v.expression.program.execute(&ctx) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => violations.push((v.message(&ctx), v.reason)),
                 Ok(other) => return Outcome::Error(not_bool("validation", &v.expression.source, &other)),
-                Err(e) => return failed(format!("validation {:?}: {e}", v.expression.source)),
+                Err(e) => return Outcome::Error(format!("validation {:?}: {e}", v.expression.source)),
             }
         }
         if violations.is_empty() { Outcome::Passed } else { Outcome::Violations(violations) }
@@ -223,40 +227,26 @@ impl CelRules {
 /// The error of an evaluation stopped at its deadline.
 pub const STOPPED: &str = "CEL evaluation stopped at its deadline (--cel-timeout)";
 
-/// Hands the request's data to CEL, and stops an evaluation that runs past
-/// its deadline: every read of `object`, `oldObject`, `request` or
-/// `variables` checks the clock (a loop over the object reads it again on
-/// each pass of the enclosing loop), and past the deadline the read fails,
-/// so the evaluation ends with an error instead of running on after its
-/// request was answered. The most that still runs is one innermost loop.
-struct Guard<'a> {
-    bindings: &'a Bindings,
-    variables: Mutex<Cel>,
+/// Stops an evaluation that runs past its deadline. CEL asks a context's
+/// resolver first on every lookup of a top-level variable (`object`,
+/// `oldObject`, `request`, `variables`: a loop over the object looks it up
+/// again on each pass of the enclosing loop). Before the deadline the guard
+/// answers nothing, and the lookup finds the variable converted once; past
+/// it, every lookup yields `null`, so the next field selection fails and the
+/// evaluation ends instead of running on after its request was answered.
+/// The most that still runs is one innermost loop.
+struct Guard {
     deadline: Instant,
     stopped: AtomicBool,
 }
 
-impl Guard<'_> {
-    fn set_variables(&self, value: Cel) {
-        if let Ok(mut variables) = self.variables.lock() {
-            *variables = value;
-        }
-    }
-}
-
-impl VariableResolver for Guard<'_> {
-    fn resolve(&self, name: &str) -> Option<Cel> {
-        if Instant::now() >= self.deadline {
-            self.stopped.store(true, Ordering::Relaxed);
+impl VariableResolver for Guard {
+    fn resolve(&self, _name: &str) -> Option<Cel> {
+        if Instant::now() < self.deadline {
             return None;
         }
-        match name {
-            "object" => Some(self.bindings.object.clone()),
-            "oldObject" => Some(self.bindings.old_object.clone()),
-            "request" => Some(self.bindings.request.clone()),
-            "variables" => self.variables.lock().ok().map(|v| v.clone()),
-            _ => None,
-        }
+        self.stopped.store(true, Ordering::Relaxed);
+        Some(Cel::Null)
     }
 }
 

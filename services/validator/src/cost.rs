@@ -5,7 +5,7 @@
 //! The model: everything an expression reads from the request (`object`,
 //! `oldObject`, `request`, `params`, `namespaceObject`, `variables`) fits
 //! in the API server's request limit of [`MAX_REQUEST_BYTES`], so a list or
-//! map in it has at most [`MAX_ELEMENTS`] entries (each at least three bytes
+//! map in it has at most [`MAX_ELEMENTS`] entries (each at least four bytes
 //! of JSON) and a string at most that many bytes. A comprehension over such
 //! a range runs its body once per element; inside it, the element itself is
 //! one element's share of the data, so a body that only reads its element
