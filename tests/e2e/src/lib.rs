@@ -215,6 +215,12 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() ->
     }
 }
 
+/// The text a base64 field holds (a Secret's data, a caBundle).
+pub fn decode_base64(text: &str) -> String {
+    use base64::Engine as _;
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()).unwrap()
+}
+
 /// A child process killed when dropped.
 #[derive(Debug)]
 pub struct Process(pub Child);
@@ -229,7 +235,12 @@ impl Drop for Process {
 /// Traces from the control plane's Jaeger, `GET /api/traces?{query}`;
 /// empty while Jaeger has nothing (or does not answer), for polling.
 pub fn jaeger_traces(query: &str) -> Vec<serde_json::Value> {
-    let url = format!("{}/api/traces?{query}", cluster().var("PORTCULLIS_JAEGER_QUERY"));
+    jaeger_traces_at(cluster().var("PORTCULLIS_JAEGER_QUERY"), query)
+}
+
+/// Traces from the Jaeger whose query API is at `base` (a pod's, Compose's).
+pub fn jaeger_traces_at(base: &str, query: &str) -> Vec<serde_json::Value> {
+    let url = format!("{base}/api/traces?{query}");
     let Ok(out) = Command::new("curl").args(["-fsS", &url]).output() else { return Vec::new() };
     let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     body["data"].as_array().cloned().unwrap_or_default()

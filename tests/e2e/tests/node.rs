@@ -13,10 +13,12 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use portcullis_e2e::{Cluster, cluster_with_node, err, eventually, ok, repo};
+use portcullis_e2e::{
+    Cluster, cluster_with_node, decode_base64 as decode, err, eventually, jaeger_traces_at, ok, repo,
+};
 use serde_json::Value;
 
 const NS: &str = "portcullis-system";
@@ -57,11 +59,6 @@ fn name(object: &Value) -> String {
     object["metadata"]["name"].as_str().unwrap().to_owned()
 }
 
-fn decode(text: &str) -> String {
-    use base64::Engine as _;
-    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()).unwrap()
-}
-
 /// The host PID of a container, from the node's containerd.
 fn container_pid(cluster: &Cluster, container_id: &str) -> u32 {
     let socket = Path::new(cluster.var("PORTCULLIS_CP_DIR")).join("node/containerd.sock");
@@ -72,17 +69,19 @@ fn container_pid(cluster: &Cluster, container_id: &str) -> u32 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// Creates pods in `APPS` until stopped; each result is whether the create
-/// succeeded and the pod came back injected.
+/// Creates pods `<prefix>-N` in `APPS` until stopped; each result is
+/// whether the create succeeded and the pod came back injected.
 struct Creates {
+    prefix: &'static str,
     stop: Arc<AtomicBool>,
+    done: Arc<AtomicUsize>,
     handle: std::thread::JoinHandle<Vec<(String, Result<bool, String>)>>,
 }
 
 impl Creates {
     fn start(cluster: &'static Cluster, prefix: &'static str) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let (flag, count) = (stop.clone(), done.clone());
         let handle = std::thread::spawn(move || {
             let mut results = Vec::new();
             let mut n = 0;
@@ -97,13 +96,25 @@ impl Creates {
                     Err(String::from_utf8_lossy(&out.stderr).into_owned())
                 };
                 results.push((name, result));
+                count.fetch_add(1, Ordering::Relaxed);
             }
             results
         });
-        Self { stop, handle }
+        Self { prefix, stop, done, handle }
     }
 
-    fn stop(self, cluster: &Cluster, prefix: &str) -> usize {
+    /// Waits until `more` creates have been answered after this call.
+    async fn wait_for(&self, more: usize) {
+        let target = self.done.load(Ordering::Relaxed) + more;
+        eventually(&format!("{target} {} creates answered", self.prefix), Duration::from_secs(120), || {
+            (self.done.load(Ordering::Relaxed) >= target).then_some(())
+        })
+        .await;
+    }
+
+    /// Stops, and checks that every create succeeded and was injected.
+    fn stop(self, cluster: &Cluster) {
+        let prefix = self.prefix;
         self.stop.store(true, Ordering::Relaxed);
         let results = self.handle.join().unwrap();
         let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
@@ -113,28 +124,14 @@ impl Creates {
         let selector = format!("run in ({})", results.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(","));
         ok(cluster.kubectl(&["delete", "pods", "-n", APPS, "-l", &selector, "--wait=false"]));
         eprintln!("[node test] {prefix}: {} pods created, all injected, none failed", results.len());
-        results.len()
     }
 }
 
-fn created(cluster: &Cluster, prefix: &str) -> usize {
-    pods(cluster, APPS, "run").iter().filter(|p| name(p).starts_with(&format!("{prefix}-"))).count()
-}
-
-async fn wait_for_creates(cluster: &Cluster, prefix: &str, at_least: usize) {
-    eventually(&format!("{at_least} {prefix} pods created"), Duration::from_secs(120), || {
-        (created(cluster, prefix) >= at_least).then_some(())
-    })
-    .await;
-}
-
 async fn in_jaeger(jaeger_ip: &str, service: &str, operation: &str) {
-    let url =
-        format!("http://{jaeger_ip}:16686/api/traces?service={service}&operation={operation}&lookback=1h&limit=5");
+    let (base, query) =
+        (format!("http://{jaeger_ip}:16686"), format!("service={service}&operation={operation}&lookback=1h&limit=5"));
     eventually(&format!("{service} {operation} traces in the in-cluster Jaeger"), Duration::from_secs(60), || {
-        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
-        let body: Value = serde_json::from_slice(&out.stdout).ok()?;
-        body["data"].as_array().is_some_and(|d| !d.is_empty()).then_some(())
+        (!jaeger_traces_at(&base, &query).is_empty()).then_some(())
     })
     .await;
 }
@@ -238,7 +235,7 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
 
     phase("a webhook pod of each kind deleted while pods are being created");
     let creates = Creates::start(cluster, "during-delete");
-    wait_for_creates(cluster, "during-delete", 3).await;
+    creates.wait_for(3).await;
     let mut deleted = Vec::new();
     for app in ["portcullis-injector", "portcullis-validator"] {
         let victim = name(&pods(cluster, NS, &format!("app.kubernetes.io/name={app}"))[0]);
@@ -253,9 +250,8 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
         })
         .await;
     }
-    let so_far = created(cluster, "during-delete");
-    wait_for_creates(cluster, "during-delete", so_far + 3).await;
-    creates.stop(cluster, "during-delete");
+    creates.wait_for(3).await;
+    creates.stop(cluster);
 
     phase("the cert-manager leader deleted during a CA rotation");
     let secret = || json(cluster, &["get", "secret", "portcullis-webhook-ca", "-n", NS])["data"].clone();
@@ -281,9 +277,8 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     for app in ["portcullis-injector", "portcullis-validator"] {
         ok(cluster.kubectl(&["rollout", "status", "-n", NS, &format!("deployment/{app}"), "--timeout=60s"]));
     }
-    let so_far = created(cluster, "during-rotation");
-    wait_for_creates(cluster, "during-rotation", so_far + 3).await;
-    creates.stop(cluster, "during-rotation");
+    creates.wait_for(3).await;
+    creates.stop(cluster);
     // The cert-manager's first certificates may be issued before Jaeger
     // runs; each rotation step is a trace of its own.
     in_jaeger(&jaeger_ip, "portcullis-cert-manager", "rotate%20CA").await;

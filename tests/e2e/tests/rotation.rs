@@ -10,15 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
-use portcullis_e2e::{cluster, eventually, jaeger_traces, ok};
+use portcullis_e2e::{cluster, decode_base64 as decode, eventually, jaeger_traces, ok};
 
 fn count(pem: &str) -> usize {
     pem.matches("BEGIN CERTIFICATE").count()
-}
-
-fn decode(base64_text: &str) -> String {
-    use base64::Engine as _;
-    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(base64_text.trim()).unwrap()).unwrap()
 }
 
 #[tokio::test]
