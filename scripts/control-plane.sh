@@ -174,7 +174,7 @@ TR
     --root-ca-file "$p/ca.crt"
   # Ready when it has done work: its ServiceAccount controller made "default".
   wait_for kube-controller-manager 60 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get serviceaccount default -n default
-  [ "$node" = 1 ] && "$here/node.sh" up "$dir"
+  if [ "$node" = 1 ]; then "$here/node.sh" up "$dir"; fi
 
   cat >"$dir/env" <<ENV
 export KUBECONFIG=$dir/admin.kubeconfig

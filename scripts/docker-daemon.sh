@@ -8,13 +8,8 @@ log() { printf '[docker-daemon] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 docker info >/dev/null 2>&1 && exit 0
-command -v dockerd >/dev/null || {
-  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || die "no Docker daemon answers and dockerd is not installed (install Docker, or apt-get install docker.io)"
-  log "installing docker.io (apt-get)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >/dev/null || {
-    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >/dev/null
-  }
-}
+command -v dockerd >/dev/null || "$(dirname "$0")/install-packages" docker.io ||
+  die "no Docker daemon answers and dockerd is not installed (install Docker)"
 [ "$(id -u)" = 0 ] || die "no Docker daemon answers, and starting dockerd needs root (or start Docker yourself)"
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/portcullis
 mkdir -p "$cache"

@@ -9,6 +9,8 @@
 #   node.sh network DIR           the bridge and the safety rules (before the API server starts)
 #   node.sh up DIR                containerd, CoreDNS, kube-scheduler, kube-proxy, kubelet; waits for Ready
 #   node.sh load DIR IMAGE...     copy images from the Docker daemon into the node's containerd
+#   node.sh deploy DIR            load every image scripts/images builds, `kubectl apply -k deploy/overlays/dev`
+#                                 (Jaeger from the local image: no registry), wait for every Deployment
 #   node.sh down DIR              stop the pods and every process, remove bridge, routes, rules, mounts
 #
 # Traffic stays on this machine: pods live on the bridge $BRIDGE ($POD_CIDR);
@@ -46,13 +48,7 @@ missing() { # prints one line per missing part
 
 install_packages() {
   [ -z "$(missing)" ] && return
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    log "installing containerd, runc, CNI plugins, nftables, iptables (apt-get)"
-    local pkgs=(containerd runc containernetworking-plugins nftables iptables iproute2)
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}" >/dev/null 2>&1 || {
-      apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}" >/dev/null
-    }
-  fi
+  "$here/install-packages" containerd runc containernetworking-plugins nftables iptables iproute2 || true
   local lacking; lacking=$(missing)
   [ -z "$lacking" ] || die "this machine cannot run a node:
 $lacking"
@@ -274,6 +270,26 @@ load() { # IMAGE...
   docker save "$@" | ctr -a "$dir/node/containerd.sock" -n k8s.io images import - >/dev/null
 }
 
+deploy() {
+  # shellcheck disable=SC1091
+  source "$dir/env"
+  local kubectl=("$PORTCULLIS_CP_BIN/kubectl" --kubeconfig "$dir/admin.kubeconfig") images d
+  mapfile -t images < <("$here/images" --list)
+  load "${images[@]}"
+  # kustomize takes only relative paths to other kustomizations.
+  mkdir -p "$dir/overlay"
+  cat >"$dir/overlay/kustomization.yaml" <<KUST
+resources: [$(realpath --relative-to="$dir/overlay" "$here/../deploy/overlays/dev")]
+images: [{name: jaegertracing/jaeger, newName: localhost/portcullis/jaeger, newTag: dev}]
+KUST
+  log "kubectl apply -k deploy/overlays/dev"
+  "${kubectl[@]}" apply -k "$dir/overlay" >&2
+  for d in $("${kubectl[@]}" -n portcullis-system get deployments -o name); do
+    log "waiting for $d"
+    "${kubectl[@]}" -n portcullis-system rollout status "$d" --timeout=240s >&2
+  done
+}
+
 stop_pids() { # NAME...: SIGTERM to all, SIGKILL to what is left after 5 s
   local name pids=()
   for name in "$@"; do [ -f "$dir/pids/$name" ] && pids+=("$(cat "$dir/pids/$name")"); done
@@ -321,6 +337,7 @@ case "$cmd" in
   network) [ -n "$dir" ] || die "usage: $0 network DIR"; network ;;
   up) [ -n "$dir" ] || die "usage: $0 up DIR"; up ;;
   load) [ -n "$dir" ] && [ -n "${3:-}" ] || die "usage: $0 load DIR IMAGE..."; shift 2; load "$@" ;;
+  deploy) [ -n "$dir" ] || die "usage: $0 deploy DIR"; deploy ;;
   down) [ -n "$dir" ] || die "usage: $0 down DIR"; down ;;
-  *) die "usage: $0 check|install|network|up|load|down [DIR]" ;;
+  *) die "usage: $0 check|install|network|up|load|deploy|down [DIR]" ;;
 esac
