@@ -6,7 +6,6 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use portcullis_admission::{decode, encode};
 use portcullis_injector::webhook::Injector;
-use portcullis_server::webhook::Webhook as _;
 use serde_json::{Value, json};
 
 const CONFIG: &str = include_str!("../tests/data/config.yaml");

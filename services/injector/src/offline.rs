@@ -4,7 +4,6 @@
 use anyhow::Context as _;
 use portcullis_admission::{decode, encode, manifest};
 use portcullis_server::watch;
-use portcullis_server::webhook::Webhook as _;
 use serde_json::Value;
 
 use crate::cli::{Mutate, Output};

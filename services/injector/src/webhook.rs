@@ -52,14 +52,22 @@ impl Injector {
     }
 }
 
-impl Webhook for Injector {
-    fn decide(&self, req: &Request) -> Decision {
+impl Injector {
+    /// The decision on `req` with the configuration in force: pure and
+    /// quick, so the webhook answers it in place.
+    pub fn decide(&self, req: &Request) -> Decision {
         let outcome = mutate(req, &self.config());
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }
         self.images_rewritten.inc_by(outcome.images_rewritten as u64);
         outcome.decision
+    }
+}
+
+impl Webhook for Injector {
+    fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
+        std::future::ready(self.decide(&req))
     }
 
     fn kind_label(&self, req: &Request) -> &'static str {

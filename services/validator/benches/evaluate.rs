@@ -11,6 +11,7 @@ use portcullis_admission::{decode, encode, manifest};
 use portcullis_validator::evaluate::Settings;
 use portcullis_validator::policy::PolicySet;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
+use portcullis_validator::workers::Workers;
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {
@@ -45,12 +46,17 @@ fn bench(c: &mut Criterion) {
         ) else {
             return;
         };
-        let settings = Settings { system_namespaces: vec!["kube-system".into()], cel_deadline: Duration::from_secs(1) };
-        let validator = Validator::new(policies, settings, Arc::new(NoNamespaces));
+        let settings = Settings {
+            system_namespaces: vec!["kube-system".into()],
+            cel_deadline: Duration::from_secs(1),
+            cel_limits: Default::default(),
+        };
+        let Ok(workers) = Workers::new(1) else { return };
+        let validator = Validator::new(policies, settings, Arc::new(NoNamespaces), workers);
         c.bench_function(&format!("validate a Deployment: {name}"), |b| {
             b.iter(|| {
                 let out = decode(&body).map(|req| {
-                    let (decision, _) = validator.review(&req);
+                    let (decision, _) = validator.review(&req, validator.deadline());
                     encode(decision.respond(&req).0)
                 });
                 std::hint::black_box(out.map(|o| o.len()).unwrap_or_default())

@@ -6,15 +6,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use kube_cel::KubeCelExt as _;
-use kube_cel::cel::context::VariableResolver;
+use kube_cel::cel::common::value::Val;
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, Program, Value as Cel};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::budget::{Limit, Limits, Meter};
 
 /// The longest expression accepted: a bound on compile and evaluation cost
 /// alongside the evaluation deadline.
@@ -113,6 +114,13 @@ pub enum Outcome {
     Violations(Vec<(String, Reason)>),
     /// Something could not be evaluated.
     Error(String),
+    /// A cost or time limit stopped the evaluation.
+    Exceeded {
+        /// Which one.
+        limit: Limit,
+        /// What to tell the user.
+        message: String,
+    },
 }
 
 fn compile(name: &str, what: &str, source: &str, cost_limit: u64) -> Result<Compiled, String> {
@@ -174,26 +182,32 @@ impl CelRules {
         self.match_conditions.is_empty() && self.validations.is_empty()
     }
 
-    /// Evaluates against `bindings`; past `deadline` the evaluation stops
-    /// at its next read of a request variable (see [`Guard`]).
-    pub fn evaluate(&self, bindings: &Bindings, deadline: Instant) -> Outcome {
-        let guard = Guard { deadline, stopped: AtomicBool::new(false) };
-        let outcome = self.evaluate_guarded(bindings, &guard);
-        if guard.stopped.load(Ordering::Relaxed) { Outcome::Error(STOPPED.to_owned()) } else { outcome }
+    /// Evaluates against `bindings` under `limits`, stopping at `deadline`
+    /// (see [`crate::budget`]).
+    pub fn evaluate(&self, bindings: &Bindings, limits: Limits, deadline: Instant) -> Outcome {
+        let meter = Meter::new(limits, deadline);
+        let mut current = "";
+        let outcome = ROOT.with(|root| {
+            // One function registry per thread, made once; each evaluation
+            // is a scope over it that borrows the request's data.
+            let mut ctx = root.new_inner_scope();
+            ctx.set_meter(&meter);
+            ctx.add_variable_borrowed("object", bindings.object.as_ref());
+            ctx.add_variable_borrowed("oldObject", bindings.old_object.as_ref());
+            ctx.add_variable_borrowed("request", bindings.request.as_ref());
+            self.evaluate_in(&mut ctx, &meter, &mut current)
+        });
+        match meter.stopped() {
+            None => outcome,
+            Some(limit) => Outcome::Exceeded { limit, message: exceeded(limit, limits, current) },
+        }
     }
 
-    fn evaluate_guarded(&self, bindings: &Bindings, guard: &Guard) -> Outcome {
-        // The data is converted once, into the context's own variables; the
-        // guard is asked first on every lookup and answers only past the
-        // deadline.
-        let mut ctx = Context::default();
-        ctx.register_all();
-        ctx.set_variable_resolver(guard);
-        ctx.add_variable_from_value("object", bindings.object.clone());
-        ctx.add_variable_from_value("oldObject", bindings.old_object.clone());
-        ctx.add_variable_from_value("request", bindings.request.clone());
+    fn evaluate_in<'a>(&'a self, ctx: &mut Context<'_>, meter: &Meter, current: &mut &'a str) -> Outcome {
         for condition in &self.match_conditions {
-            match condition.program.execute(&ctx) {
+            meter.next_expression();
+            *current = &condition.source;
+            match condition.program.execute(ctx) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => return Outcome::NotMatched,
                 Ok(other) => return Outcome::Error(not_bool("matchConditions", &condition.source, &other)),
@@ -202,8 +216,10 @@ impl CelRules {
         }
         let mut variables: HashMap<Key, Cel> = HashMap::new();
         for variable in &self.variables {
+            meter.next_expression();
+            *current = &variable.source;
             ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables.clone()) }));
-            match variable.program.execute(&ctx) {
+            match variable.program.execute(ctx) {
                 Ok(value) => {
                     variables.insert(Key::String(Arc::new(variable.name.clone())), value);
                 }
@@ -213,9 +229,11 @@ impl CelRules {
         ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables) }));
         let mut violations = Vec::new();
         for v in &self.validations {
-            match v.expression.program.execute(&ctx) {
+            meter.next_expression();
+            *current = &v.expression.source;
+            match v.expression.program.execute(ctx) {
                 Ok(Cel::Bool(true)) => {}
-                Ok(Cel::Bool(false)) => violations.push((v.message(&ctx), v.reason)),
+                Ok(Cel::Bool(false)) => violations.push((v.message(ctx, meter), v.reason)),
                 Ok(other) => return Outcome::Error(not_bool("validation", &v.expression.source, &other)),
                 Err(e) => return Outcome::Error(format!("validation {:?}: {e}", v.expression.source)),
             }
@@ -224,34 +242,35 @@ impl CelRules {
     }
 }
 
-/// The error of an evaluation stopped at its deadline.
-pub const STOPPED: &str = "CEL evaluation stopped at its deadline (--cel-timeout)";
-
-/// Stops an evaluation that runs past its deadline. CEL asks a context's
-/// resolver first on every lookup of a top-level variable (`object`,
-/// `oldObject`, `request`, `variables`: a loop over the object looks it up
-/// again on each pass of the enclosing loop). Before the deadline the guard
-/// answers nothing, and the lookup finds the variable converted once; past
-/// it, every lookup yields `null`, so the next field selection fails and the
-/// evaluation ends instead of running on after its request was answered.
-/// The most that still runs is one innermost loop.
-struct Guard {
-    deadline: Instant,
-    stopped: AtomicBool,
+thread_local! {
+    /// The Kubernetes CEL library, registered once per thread.
+    static ROOT: Context<'static> = {
+        let mut root = Context::default();
+        root.register_all();
+        root
+    };
 }
 
-impl VariableResolver for Guard {
-    fn resolve(&self, _name: &str) -> Option<Cel> {
-        if Instant::now() < self.deadline {
-            return None;
+fn exceeded(limit: Limit, limits: Limits, expression: &str) -> String {
+    match limit {
+        Limit::PerCall => format!(
+            "CEL evaluation exceeded its cost budget: {expression:?} spent more than {} units (--cel-per-call-limit)",
+            limits.per_call
+        ),
+        Limit::Policy => format!(
+            "CEL evaluation exceeded its cost budget: the policy's expressions spent more than {} units \
+             (--cel-policy-budget), stopped in {expression:?}",
+            limits.per_policy
+        ),
+        Limit::Deadline => {
+            format!("CEL evaluation exceeded its time budget (--cel-timeout), stopped in {expression:?}")
         }
-        self.stopped.store(true, Ordering::Relaxed);
-        Some(Cel::Null)
     }
 }
 
 impl CompiledValidation {
-    fn message(&self, ctx: &Context<'_>) -> String {
+    fn message(&self, ctx: &Context<'_>, meter: &Meter) -> String {
+        meter.next_expression();
         let from_expression = self.message_expression.as_ref().and_then(|m| match m.program.execute(ctx) {
             Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
             _ => None,
@@ -267,12 +286,17 @@ fn not_bool(what: &str, source: &str, value: &Cel) -> String {
 }
 
 /// `object`, `oldObject` and `request` as CEL values, converted once per
-/// admission request and shared by every policy.
-#[derive(Debug, Clone)]
+/// admission request and borrowed by every policy's evaluation.
 pub struct Bindings {
-    object: Cel,
-    old_object: Cel,
-    request: Cel,
+    object: Box<dyn Val>,
+    old_object: Box<dyn Val>,
+    request: Box<dyn Val>,
+}
+
+impl std::fmt::Debug for Bindings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bindings").finish_non_exhaustive()
+    }
 }
 
 impl Bindings {
@@ -280,11 +304,18 @@ impl Bindings {
     /// JSON without its objects.
     pub fn new(object: Option<&Value>, old_object: Option<&Value>, request: &Value) -> Self {
         Self {
-            object: object.map_or(Cel::Null, to_cel),
-            old_object: old_object.map_or(Cel::Null, to_cel),
-            request: to_cel(request),
+            object: to_val(object.map_or(Cel::Null, to_cel)),
+            old_object: to_val(old_object.map_or(Cel::Null, to_cel)),
+            request: to_val(to_cel(request)),
         }
     }
+}
+
+fn to_val(value: Cel) -> Box<dyn Val> {
+    // Every value to_cel makes (null, bool, numbers, strings, lists, maps)
+    // has a Val form; the fallback is never taken.
+    let converted: Result<Box<dyn Val>, _> = value.try_into();
+    converted.unwrap_or_else(|_| Box::new(kube_cel::cel::common::types::CelNull))
 }
 
 /// JSON to CEL with Kubernetes' typing: integers are `int`, other numbers

@@ -2,12 +2,12 @@
 //! rules, CEL, and the findings that become the decision.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Operation, Request};
 use serde_json::{Value, json};
 
+use crate::budget::{Limit, Limits};
 use crate::cel::{Bindings, Outcome};
 use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
 
@@ -35,18 +35,31 @@ pub trait NamespaceLabels: Send + Sync {
 pub struct Settings {
     /// Namespaces no policy applies to without `includeSystemNamespaces`.
     pub system_namespaces: Vec<String>,
-    /// Wall-clock bound for all CEL of one request.
+    /// Wall-clock bound for all CEL of one request, from its arrival.
     pub cel_deadline: Duration,
+    /// The runtime cost limits of each policy's CEL.
+    pub cel_limits: Limits,
 }
 
-/// Every finding of every matching policy, and the names of the policies
-/// that applied.
+/// What the policy set found in one request.
+#[derive(Debug, Default)]
+pub struct Evaluation {
+    /// Every finding of every matching policy.
+    pub findings: Vec<Finding>,
+    /// The policies that applied.
+    pub applied: Vec<String>,
+    /// Policies whose CEL a cost or time limit stopped, and which limit.
+    pub exceeded: Vec<(String, Limit)>,
+}
+
+/// Evaluates every policy of `set` on `req`; CEL stops at `deadline`.
 pub fn evaluate(
-    set: &Arc<PolicySet>,
+    set: &PolicySet,
     settings: &Settings,
     namespaces: &dyn NamespaceLabels,
     req: &Request,
-) -> (Vec<Finding>, Vec<String>) {
+    deadline: Instant,
+) -> Evaluation {
     let inner = &req.inner;
     let old = req.old_object.as_ref();
     // DELETE has only the old object; every other operation is judged on the new one.
@@ -75,34 +88,31 @@ pub fn evaluate(
             with_cel.push(index);
         }
     }
+    let mut exceeded = Vec::new();
     if !with_cel.is_empty() {
+        // Converted once, borrowed by every policy's evaluation.
         let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
-        match run_cel(set.clone(), with_cel.clone(), bindings, settings.cel_deadline) {
-            Ok(outcomes) => {
-                for (index, outcome) in with_cel.into_iter().zip(outcomes) {
-                    let policy = &set.policies[index];
-                    match outcome {
-                        Outcome::NotMatched => continue,
-                        Outcome::Passed => {}
-                        Outcome::Violations(v) => {
-                            let what = subject.map(|o| describe(req, o)).unwrap_or_default();
-                            for (message, reason) in v {
-                                findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
-                            }
-                        }
-                        Outcome::Error(reason) => fail(policy, reason, &mut findings),
+        for index in with_cel {
+            let policy = &set.policies[index];
+            match policy.cel.evaluate(&bindings, settings.cel_limits, deadline) {
+                Outcome::NotMatched => continue,
+                Outcome::Passed => {}
+                Outcome::Violations(v) => {
+                    let what = subject.map(|o| describe(req, o)).unwrap_or_default();
+                    for (message, reason) in v {
+                        findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
                     }
-                    applied.push(policy.name.clone());
+                }
+                Outcome::Error(reason) => fail(policy, reason, &mut findings),
+                Outcome::Exceeded { limit, message } => {
+                    exceeded.push((policy.name.clone(), limit));
+                    fail(policy, message, &mut findings);
                 }
             }
-            Err(reason) => {
-                for index in with_cel {
-                    fail(&set.policies[index], reason.clone(), &mut findings);
-                }
-            }
+            applied.push(policy.name.clone());
         }
     }
-    (findings, applied)
+    Evaluation { findings, applied, exceeded }
 }
 
 /// The decision for `findings`: denied when any Deny finding exists (every
@@ -136,22 +146,6 @@ fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
             tracing::warn!(policy = %policy.name, %reason, "policy could not be evaluated; ignored (failurePolicy: Ignore)");
         }
     }
-}
-
-fn run_cel(
-    set: Arc<PolicySet>,
-    indices: Vec<usize>,
-    bindings: Bindings,
-    deadline: Duration,
-) -> Result<Vec<Outcome>, String> {
-    // CEL has no loops, but comprehensions over large inputs can still be
-    // slow; evaluate off the request's thread and give up at the deadline.
-    // The evaluation stops itself soon after (cel::Guard).
-    let stop_at = std::time::Instant::now() + deadline;
-    crate::workers::run(
-        move || indices.iter().map(|&i| set.policies[i].cel.evaluate(&bindings, stop_at)).collect(),
-        deadline,
-    )
 }
 
 /// `Deployment demo/web`, `Namespace team-a`, `Pod demo/web-*` (generateName).

@@ -5,14 +5,17 @@
 //! ([`rules`]: labels, replicas, Services, images, resources, pod security
 //! for Pods and every pod template) and with CEL in the form of Kubernetes'
 //! ValidatingAdmissionPolicy ([`cel`]). [`evaluate`] runs the set over one
-//! request: pure, apart from the CEL [`workers`] that bound its time, and
-//! with no I/O. Every violation is reported at once: Deny policies refuse the
+//! request: pure and with no I/O; CEL counts its cost as it runs and stops
+//! at its budget ([`budget`], [`cost`] for the estimate at load), and the
+//! webhook evaluates on a fixed pool of threads ([`workers`]), never on the
+//! async runtime. Every violation is reported at once: Deny policies refuse the
 //! request, Warn policies return warnings, Audit policies log, count and
 //! trace. The shared server owns HTTP and TLS; `check` runs the same
 //! evaluation offline.
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod cel;
 pub mod cli;
 pub mod cost;

@@ -15,6 +15,7 @@ use crate::evaluate::NamespaceLabels;
 use crate::policy::Action;
 use crate::serve::{parse, settings};
 use crate::webhook::Validator;
+use crate::workers::Workers;
 
 /// Namespaces declared in the manifests themselves, for `namespaceSelector`.
 #[derive(Debug, Default)]
@@ -45,12 +46,14 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
             Some((name, labels.unwrap_or_default()))
         })
         .collect();
-    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)));
+    // Evaluated here, on this thread: the workers serve the webhook only.
+    let workers = Workers::new(1)?;
+    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)), workers);
     let mut all_allowed = true;
     for object in objects {
         let review = manifest::as_review(object)?;
         let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
-        let (decision, findings) = validator.review(&req);
+        let (decision, findings) = validator.review(&req, validator.deadline());
         let what = match req.inner.namespace.as_deref() {
             Some(ns) => format!("{} {ns}/{}", req.inner.kind.kind, req.inner.name),
             None => format!("{} {}", req.inner.kind.kind, req.inner.name),

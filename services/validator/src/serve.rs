@@ -6,11 +6,13 @@ use anyhow::Context as _;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{Metrics, shutdown_signal, watch};
 
+use crate::budget::Limits;
 use crate::cli::{PolicyArgs, Serve};
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::namespaces::WatchedNamespaces;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
+use crate::workers::Workers;
 
 /// Runs the webhook until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
@@ -30,7 +32,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     } else {
         (Arc::new(NoNamespaces), Arc::new(|| true))
     };
-    let validator = Arc::new(Validator::new(policies, settings(&args.policy), namespaces));
+    let workers = Workers::new(args.evaluation_threads).context("starting the evaluation threads")?;
+    let validator = Arc::new(Validator::new(policies, settings(&args.policy), namespaces, workers));
     let metrics = Arc::new(Metrics::new(|registry| validator.register(registry)));
     let target = validator.clone();
     let cost_limit = args.policy.cel_cost_limit;
@@ -47,7 +50,11 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
 pub fn settings(args: &PolicyArgs) -> Settings {
     let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| (*s).to_owned()).collect();
     system_namespaces.push(args.portcullis_namespace.clone());
-    Settings { system_namespaces, cel_deadline: args.cel_timeout }
+    Settings {
+        system_namespaces,
+        cel_deadline: args.cel_timeout,
+        cel_limits: Limits { per_call: args.cel_per_call_limit, per_policy: args.cel_policy_budget },
+    }
 }
 
 /// Parses every file's documents into one policy set, refusing CEL whose

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use portcullis_admission::{Decision, Request};
 use portcullis_server::Current;
@@ -12,8 +13,15 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::evaluate::{NamespaceLabels, Settings, decide, evaluate};
+use crate::evaluate::{Evaluation, NamespaceLabels, Settings, decide, evaluate};
 use crate::policy::{Action, PolicySet};
+use crate::workers::Workers;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExceededLabels {
+    policy: String,
+    limit: &'static str,
+}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FindingLabels {
@@ -38,7 +46,9 @@ pub struct Validator {
     policies: Current<PolicySet>,
     settings: Settings,
     namespaces: Arc<dyn NamespaceLabels>,
+    workers: Workers,
     findings: Family<FindingLabels, Counter>,
+    exceeded: Family<ExceededLabels, Counter>,
 }
 
 impl std::fmt::Debug for Validator {
@@ -48,9 +58,22 @@ impl std::fmt::Debug for Validator {
 }
 
 impl Validator {
-    /// A validator enforcing `policies`.
-    pub fn new(policies: PolicySet, settings: Settings, namespaces: Arc<dyn NamespaceLabels>) -> Self {
-        Self { policies: Current::new(policies), settings, namespaces, findings: Family::default() }
+    /// A validator enforcing `policies`, evaluating webhook requests on
+    /// `workers`.
+    pub fn new(
+        policies: PolicySet,
+        settings: Settings,
+        namespaces: Arc<dyn NamespaceLabels>,
+        workers: Workers,
+    ) -> Self {
+        Self {
+            policies: Current::new(policies),
+            settings,
+            namespaces,
+            workers,
+            findings: Family::default(),
+            exceeded: Family::default(),
+        }
     }
 
     /// Puts `policies` in force for the next request.
@@ -61,11 +84,28 @@ impl Validator {
     /// Registers the validator's own metrics.
     pub fn register(&self, registry: &mut Registry) {
         registry.register("validator_findings", "Policy violations found, by policy and action", self.findings.clone());
+        registry.register(
+            "validator_cel_budget_exceeded",
+            "CEL evaluations stopped by a cost or time limit, by policy and limit (per_call, policy, deadline)",
+            self.exceeded.clone(),
+        );
     }
 
-    /// Evaluates `req` and returns the findings as well as the decision.
-    pub fn review(&self, req: &Request) -> (Decision, Vec<crate::evaluate::Finding>) {
-        let (findings, applied) = evaluate(&self.policies.get(), &self.settings, self.namespaces.as_ref(), req);
+    /// The wall-clock bound of CEL for a request arriving now.
+    pub fn deadline(&self) -> Instant {
+        Instant::now() + self.settings.cel_deadline
+    }
+
+    /// Evaluates `req` on the calling thread, CEL stopping at `deadline`,
+    /// and returns the findings as well as the decision.
+    pub fn review(&self, req: &Request, deadline: Instant) -> (Decision, Vec<crate::evaluate::Finding>) {
+        let Evaluation { findings, applied, exceeded } =
+            evaluate(&self.policies.get(), &self.settings, self.namespaces.as_ref(), req, deadline);
+        for (policy, limit) in exceeded {
+            // An event on the admission span as well as a log line.
+            tracing::warn!(%policy, limit = limit.as_str(), "CEL budget exceeded");
+            self.exceeded.get_or_create(&ExceededLabels { policy, limit: limit.as_str() }).inc();
+        }
         for f in &findings {
             self.findings.get_or_create(&FindingLabels { policy: f.policy.clone(), action: f.action.as_str() }).inc();
             // Events on the admission span: violations and audit findings
@@ -84,8 +124,18 @@ impl Validator {
 }
 
 impl Webhook for Validator {
-    fn decide(&self, req: &Request) -> Decision {
-        self.review(req).0
+    fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
+        // The deadline counts from arrival, time in the queue included.
+        let deadline = self.deadline();
+        let span = tracing::Span::current();
+        async move {
+            let validator = self.clone();
+            let job = move || span.in_scope(|| validator.review(&req, deadline).0);
+            self.workers.run(job).await.unwrap_or_else(|err| {
+                tracing::error!(error = %err, "policy evaluation failed");
+                Decision::deny(500, "the validator failed to evaluate the request; see its log")
+            })
+        }
     }
 
     fn kind_label(&self, req: &Request) -> &'static str {

@@ -1,125 +1,105 @@
-//! The threads CEL runs on: long-lived workers, so that a request pays for
-//! no thread start (about 40 µs each), and a runaway evaluation is given up
-//! at its deadline without holding up the request. A worker stuck with a
-//! given-up evaluation is replaced at once, so other requests never wait
-//! behind it; the extra worker retires when the pool is back to size.
+//! The threads policies are evaluated on: a fixed number, started once, so
+//! the async runtime's workers never run policy code and a request pays for
+//! no thread start. A job is a whole review; every CEL evaluation in it
+//! stops itself at its cost budget or deadline ([`crate::budget`]), so a
+//! worker is never held beyond its request and the pool never grows.
+//! Cheap and costly requests share the workers by the operating system's
+//! preemptive scheduling: with more workers than cores, a costly
+//! evaluation cannot keep a cheap one waiting for its turn. The workers run
+//! at a lower priority ([`NICE`]) than the async runtime, so that however
+//! many evaluations run, the runtime still accepts connections, reads
+//! requests and answers `/readyz` at once.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The pool every evaluation in this process shares.
-static WORKERS: LazyLock<Workers> = LazyLock::new(|| {
-    let size = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    Workers::new(size)
-});
+/// The default number of workers: evaluations that may run at once before
+/// requests queue.
+pub const DEFAULT_THREADS: usize = 64;
 
-/// Runs `job` on a worker and waits for its result up to `deadline`.
-pub fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static, deadline: Duration) -> Result<T, String> {
-    WORKERS.run(job, deadline)
+/// The workers' nice value (Linux, per thread): below the runtime's 0.
+pub const NICE: i32 = 10;
+
+/// A fixed pool of evaluation threads.
+#[derive(Debug)]
+pub struct Workers {
+    jobs: Mutex<Sender<Job>>,
+    threads: usize,
 }
 
-struct Workers {
-    jobs: Mutex<Sender<Job>>,
-    queue: Arc<Mutex<Receiver<Job>>>,
-    size: usize,
-    live: Arc<AtomicUsize>,
+/// The pool could not run a job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerError {
+    /// The job panicked (a bug), or the pool is gone.
+    #[error("the evaluation failed unexpectedly")]
+    Failed,
 }
 
 impl Workers {
-    fn new(size: usize) -> Self {
+    /// Starts `threads` workers (at least one).
+    pub fn new(threads: usize) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<Job>();
-        let pool = Self { jobs: Mutex::new(jobs), queue: Arc::new(Mutex::new(queue)), size, live: Arc::default() };
-        for _ in 0..size {
-            pool.add_worker();
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = threads.max(1);
+        for i in 0..threads {
+            let queue = queue.clone();
+            std::thread::Builder::new().name(format!("evaluate-{i}")).spawn(move || work(&queue))?;
         }
-        pool
+        Ok(Self { jobs: Mutex::new(jobs), threads })
     }
 
-    fn add_worker(&self) {
-        let (queue, live, size) = (self.queue.clone(), self.live.clone(), self.size);
-        live.fetch_add(1, Ordering::SeqCst);
-        if let Err(err) = std::thread::Builder::new().name("cel".into()).spawn(move || work(&queue, &live, size)) {
-            self.live.fetch_sub(1, Ordering::SeqCst);
-            tracing::error!(error = %err, "cannot start a CEL worker");
-        }
+    /// The number of workers.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
-    fn run<T: Send + 'static>(
-        &self,
-        job: impl FnOnce() -> T + Send + 'static,
-        deadline: Duration,
-    ) -> Result<T, String> {
-        let (reply, result) = mpsc::sync_channel(1);
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let skip = abandoned.clone();
+    /// Runs `job` on a worker; the caller awaits its result without
+    /// blocking its own thread.
+    pub async fn run<T: Send + 'static>(&self, job: impl FnOnce() -> T + Send + 'static) -> Result<T, WorkerError> {
+        let (reply, result) = oneshot::channel();
         let job: Job = Box::new(move || {
-            // Given up before it started: no one wants the answer.
-            if !skip.load(Ordering::SeqCst) {
-                let _ = reply.send(job());
-            }
+            // A caller that went away (its request timed out) gets nothing.
+            let _ = reply.send(job());
         });
-        let sent = self.jobs.lock().map_err(|_| "the CEL workers are gone".to_owned())?.send(job);
-        sent.map_err(|_| "the CEL workers are gone".to_owned())?;
-        result.recv_timeout(deadline).map_err(|e| match e {
-            RecvTimeoutError::Timeout => {
-                abandoned.store(true, Ordering::SeqCst);
-                // A worker may be stuck with it: keep the pool's size.
-                self.add_worker();
-                format!("CEL evaluation took longer than {} ms", deadline.as_millis())
-            }
-            RecvTimeoutError::Disconnected => "CEL evaluation failed".to_owned(),
-        })
+        self.jobs.lock().map_err(|_| WorkerError::Failed)?.send(job).map_err(|_| WorkerError::Failed)?;
+        result.await.map_err(|_| WorkerError::Failed)
     }
 }
 
-/// A worker: takes jobs until the pool is dropped, or retires after a job
-/// when the pool has more than `size` workers (a stuck one came back).
-fn work(queue: &Mutex<Receiver<Job>>, live: &AtomicUsize, size: usize) {
+/// A worker: takes jobs until the pool is dropped.
+fn work(queue: &Mutex<Receiver<Job>>) {
+    // `None` is the calling thread on Linux. Lowering one's own priority
+    // needs no privilege; if it fails anyway, the worker runs at the
+    // runtime's priority, which is correct, only less responsive.
+    if let Err(err) = rustix::process::setpriority_process(None, NICE) {
+        tracing::warn!(error = %err, "cannot lower an evaluation thread's priority");
+    }
     loop {
         let job = match queue.lock() {
             Ok(queue) => queue.recv(),
-            Err(_) => break,
+            Err(_) => return,
         };
-        let Ok(job) = job else { break };
-        // A panicking evaluation takes its job with it, not the worker.
+        let Ok(job) = job else { return };
+        // A panicking job drops its reply (the caller sees `Failed`); the
+        // worker lives on.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-        if live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n > size).then(|| n - 1)).is_ok() {
-            return;
-        }
     }
-    live.fetch_sub(1, Ordering::SeqCst);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stuck_job_is_given_up_does_not_hold_up_the_next_and_the_pool_shrinks_back() {
-        let pool = Workers::new(1);
-        let (release, stuck) = mpsc::channel::<()>();
-        let given_up = pool.run(move || stuck.recv().is_ok(), Duration::from_millis(100));
-        assert_eq!(given_up, Err("CEL evaluation took longer than 100 ms".to_owned()));
-        // The only worker is stuck until released: without a replacement
-        // this would time out too.
-        assert_eq!(pool.run(|| 6 * 7, Duration::from_secs(2)), Ok(42));
-        drop(release);
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while pool.live.load(Ordering::SeqCst) != 1 {
-            assert!(std::time::Instant::now() < deadline, "the extra worker did not retire");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    #[test]
-    fn a_panicking_job_is_reported_and_the_worker_lives_on() {
-        let pool = Workers::new(1);
-        let failed = pool.run(|| -> u8 { panic!("boom") }, Duration::from_secs(5));
-        assert_eq!(failed, Err("CEL evaluation failed".to_owned()));
-        assert_eq!(pool.run(|| 1, Duration::from_secs(5)), Ok(1), "the only worker still works");
+    #[tokio::test]
+    async fn jobs_run_off_the_caller_and_a_panic_is_an_error_not_a_lost_worker() {
+        let pool = Workers::new(1).expect("a thread starts");
+        let caller = std::thread::current().id();
+        assert_ne!(pool.run(move || std::thread::current().id()).await, Ok(caller));
+        assert_eq!(pool.run(|| -> u8 { panic!("boom") }).await, Err(WorkerError::Failed));
+        assert_eq!(pool.run(|| 6 * 7).await, Ok(42), "the only worker still works");
     }
 }

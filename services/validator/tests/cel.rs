@@ -8,10 +8,13 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use portcullis_validator::budget::{Limit, Limits};
+use portcullis_validator::cel::{Bindings, Outcome};
 use portcullis_validator::evaluate::NamespaceLabels;
 use portcullis_validator::webhook::Validator;
+use portcullis_validator::workers::Workers;
 use serde_json::{Value, json};
 use support::{create, messages, run, update};
 
@@ -65,7 +68,8 @@ fn the_documentation_examples_deny_with_their_messages() {
 fn reason_sets_the_status_code() {
     let req =
         portcullis_admission::decode(&serde_json::to_vec(&create(deployment("Web", 3, &["x:1"]))).unwrap()).unwrap();
-    let (decision, _) = set().review(&req);
+    let validator = set();
+    let (decision, _) = validator.review(&req, validator.deadline());
     assert_eq!(decision.denied.map(|(code, _)| code), Some(422));
 }
 
@@ -104,48 +108,77 @@ spec:
     - expression: object.data.items.all(a, object.data.items.all(b, object.data.items.all(c, a + b + c != '')))
 "#;
 
+fn big_config_map(items: usize) -> serde_json::Value {
+    let items: Vec<String> = (0..items).map(|i| format!("item-{i}")).collect();
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"}, "data": {"items": items}})
+}
+
 #[test]
-fn evaluation_is_bounded_in_time_and_follows_the_failure_policy() {
-    // 400 items: 64 million passes. Before evaluations stopped themselves,
-    // the abandoned ones burned both cores for a minute and starved every
-    // later test of this binary.
-    let items: Vec<String> = (0..400).map(|i| format!("item-{i}")).collect();
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"}, "data": {"items": items}});
-    let mut settings = support::settings();
-    settings.cel_deadline = Duration::from_millis(50);
-    // The cost estimate would refuse this policy at load (next test); with
-    // the estimate off, the deadline is the backstop.
+fn an_evaluation_stops_at_its_cost_budget_and_follows_the_failure_policy() {
+    // 400 items: 64 million passes, minutes of work. The estimate would
+    // refuse this policy at load (below); with the estimate off, the
+    // runtime count stops it.
+    let cm = big_config_map(400);
     let validator = |policy: &str| {
         Validator::new(
             support::policies_with_cost_limit(&SLOW.replace("FAILURE", policy), u64::MAX).unwrap(),
-            settings.clone(),
+            support::settings(),
             Arc::new(portcullis_validator::webhook::NoNamespaces),
+            Workers::new(1).unwrap(),
         )
     };
+    let started = Instant::now();
     let (allowed, message, _, _) = run(&validator("Fail"), &create(cm.clone()));
+    assert!(started.elapsed() < Duration::from_secs(2), "ran for {:?}", started.elapsed());
     assert!(!allowed);
-    // Whichever comes first: the request giving up, or the evaluation
-    // stopping itself at the same deadline.
     assert!(
-        message.contains("policy could not be evaluated: CEL evaluation took longer than 50 ms")
-            || message.contains("policy could not be evaluated: CEL evaluation stopped at its deadline"),
+        message.contains(
+            "[slow] policy could not be evaluated: CEL evaluation exceeded its cost budget: \
+             \"object.data.items.all(a, object.data.items.all(b, object.data.items.all(c, a + b + c != '')))\" \
+             spent more than 1000000 units (--cel-per-call-limit)"
+        ),
         "{message}"
     );
     assert!(run(&validator("Ignore"), &create(cm)).0, "fails open under Ignore");
 }
 
 #[test]
-fn an_evaluation_past_its_deadline_stops_by_itself() {
-    let items: Vec<String> = (0..400).map(|i| format!("item-{i}")).collect();
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"items": items}});
+fn the_policy_budget_is_shared_and_the_deadline_stops_what_the_budget_allows() {
+    let request = json!({"operation": "CREATE"});
+    let bindings = Bindings::new(Some(&big_config_map(300)), None, &request);
+    // Two expressions of 90,000 passes each: each within a per-call limit
+    // of 1,000,000 units, together over a policy budget of 1,000,000.
+    let two = r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: two}
+spec:
+  validations:
+    - expression: object.data.items.all(a, object.data.items.all(b, a != ''))
+    - expression: object.data.items.all(a, object.data.items.all(b, b != ''))
+"#;
+    let set = support::policies_with_cost_limit(two, u64::MAX).unwrap();
+    let limits = Limits { per_call: 1_000_000, per_policy: 1_000_000 };
+    let far = Instant::now() + Duration::from_secs(60);
+    let Outcome::Exceeded { limit, message } = set.policies[0].cel.evaluate(&bindings, limits, far) else {
+        panic!("not stopped")
+    };
+    assert_eq!(limit, Limit::Policy);
+    assert!(
+        message.contains("the policy's expressions spent more than 1000000 units (--cel-policy-budget)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("stopped in \"object.data.items.all(a, object.data.items.all(b, b != ''))\""),
+        "{message}"
+    );
+    // With no cost limit at all, the deadline still ends it promptly.
+    let bindings = Bindings::new(Some(&big_config_map(400)), None, &request);
     let set = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), u64::MAX).unwrap();
-    let bindings = portcullis_validator::cel::Bindings::new(Some(&cm), None, &json!({"operation": "CREATE"}));
-    let started = std::time::Instant::now();
-    let outcome = set.policies[0].cel.evaluate(&bindings, started + Duration::from_millis(50));
-    // 64 million passes would take minutes; it ends within one innermost
-    // loop (400 passes) of the deadline.
-    assert!(started.elapsed() < Duration::from_secs(2), "ran for {:?}", started.elapsed());
-    assert_eq!(outcome, portcullis_validator::cel::Outcome::Error(portcullis_validator::cel::STOPPED.to_owned()));
+    let unlimited = Limits { per_call: u64::MAX, per_policy: u64::MAX };
+    let started = Instant::now();
+    let outcome = set.policies[0].cel.evaluate(&bindings, unlimited, started + Duration::from_millis(50));
+    assert!(started.elapsed() < Duration::from_secs(1), "ran for {:?}", started.elapsed());
+    assert!(matches!(outcome, Outcome::Exceeded { limit: Limit::Deadline, .. }), "{outcome:?}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use portcullis_admission::{decode, manifest};
 use portcullis_validator::evaluate::{Finding, NamespaceLabels, Settings};
 use portcullis_validator::policy::{PolicySet, SYSTEM_NAMESPACES};
 use portcullis_validator::webhook::{NoNamespaces, Validator};
+use portcullis_validator::workers::Workers;
 use serde_json::Value;
 
 pub fn data(name: &str) -> std::path::PathBuf {
@@ -19,7 +20,7 @@ pub fn data(name: &str) -> std::path::PathBuf {
 pub fn settings() -> Settings {
     let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| s.to_string()).collect();
     system_namespaces.push("portcullis-system".into());
-    Settings { system_namespaces, cel_deadline: Duration::from_secs(2) }
+    Settings { system_namespaces, cel_deadline: Duration::from_secs(2), cel_limits: Default::default() }
 }
 
 pub fn policies(yaml: &str) -> PolicySet {
@@ -31,7 +32,7 @@ pub fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, Str
 }
 
 pub fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
-    Validator::new(policies(yaml), settings(), namespaces)
+    Validator::new(policies(yaml), settings(), namespaces, Workers::new(1).unwrap())
 }
 
 pub fn validator(yaml: &str) -> Validator {
@@ -54,7 +55,7 @@ pub fn update(old: Value, new: Value) -> Value {
 /// Runs `review` and returns (allowed, denial message, warnings, findings).
 pub fn run(validator: &Validator, review: &Value) -> (bool, String, Vec<String>, Vec<Finding>) {
     let req = decode(&serde_json::to_vec(review).unwrap()).unwrap();
-    let (decision, findings) = validator.review(&req);
+    let (decision, findings) = validator.review(&req, validator.deadline());
     let (response, _) = decision.respond(&req);
     (response.allowed, response.result.message.clone(), response.warnings.unwrap_or_default(), findings)
 }

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use portcullis_admission::{Decision, Request, decode, encode};
 use tower_http::timeout::TimeoutLayer;
+use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::metrics::{Metrics, RequestLabels};
@@ -23,8 +24,12 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// A webhook's decision logic, as the handler sees it.
 pub trait Webhook: Send + Sync + 'static {
-    /// Decides on a decoded request. Must be pure: no I/O, no blocking.
-    fn decide(&self, req: &Request) -> Decision;
+    /// Decides on a decoded request. The decision itself does no I/O; a
+    /// webhook whose decision can take long (the validator's CEL) runs it
+    /// off the async runtime and returns a future that awaits it, so that
+    /// the runtime's workers never block. The future runs inside the
+    /// request's `admission` span.
+    fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static;
 
     /// A bounded name for the request's kind, used as a metric label.
     fn kind_label(&self, req: &Request) -> &'static str;
@@ -106,7 +111,14 @@ async fn handle<W: Webhook>(
         warnings = Empty,
     );
     portcullis_telemetry::continue_trace(&span, &headers);
-    let _entered = span.enter();
+    answer(state, body, span.clone()).instrument(span).await
+}
+
+async fn answer<W: Webhook>(
+    state: HandlerState<W>,
+    body: Result<Bytes, BytesRejection>,
+    span: tracing::Span,
+) -> Response {
     let started = Instant::now();
     let metrics = &state.metrics;
     let invalid = |err: ApiError| {
@@ -134,7 +146,8 @@ async fn handle<W: Webhook>(
     span.record("object_name", inner.name.as_str());
     span.record("dry_run", inner.dry_run);
 
-    let decision = state.webhook.decide(&req);
+    let req = Arc::new(req);
+    let decision = state.webhook.clone().decision(req.clone()).await;
     if !decision.applied.is_empty() {
         span.record("applied", decision.applied.join(",").as_str());
     }

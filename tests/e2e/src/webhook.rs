@@ -65,6 +65,7 @@ pub struct Webhook {
     pub pki: Pki,
     dir: tempfile::TempDir,
     config: PathBuf,
+    args: Vec<String>,
     process: Option<Process>,
 }
 
@@ -72,13 +73,26 @@ impl Webhook {
     /// Starts `kind` with its configuration (`--config` for the injector,
     /// `--policy` for the validator) and waits until it is ready.
     pub async fn start(kind: Kind, config: &Path) -> Self {
+        Self::start_with(kind, config, &[]).await
+    }
+
+    /// [`Webhook::start`] with more `serve` flags.
+    pub async fn start_with(kind: Kind, config: &Path, args: &[&str]) -> Self {
         let pki = Pki::new();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.cert).unwrap();
         std::fs::write(dir.path().join("tls.key"), &pki.key).unwrap();
         let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
-        let mut webhook =
-            Self { kind, addr: unbound, admin: unbound, pki, dir, config: config.to_path_buf(), process: None };
+        let mut webhook = Self {
+            kind,
+            addr: unbound,
+            admin: unbound,
+            pki,
+            dir,
+            config: config.to_path_buf(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            process: None,
+        };
         webhook.resume().await;
         webhook
     }
@@ -102,6 +116,7 @@ impl Webhook {
             .arg("serve")
             .arg(config_flag)
             .arg(&self.config)
+            .args(&self.args)
             .arg("--tls-cert-file")
             .arg(self.dir.path().join("tls.crt"))
             .arg("--tls-key-file")
@@ -130,6 +145,17 @@ impl Webhook {
             assert!(Instant::now() < deadline, "{binary} not ready");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// The process id of the running webhook.
+    pub fn pid(&self) -> u32 {
+        self.process.as_ref().map(|p| p.0.id()).expect("the webhook is running")
+    }
+
+    /// An HTTPS client that trusts this webhook's certificate.
+    pub fn client(&self) -> reqwest::Client {
+        let ca = reqwest::Certificate::from_pem(self.pki.ca.as_bytes()).unwrap();
+        reqwest::Client::builder().tls_built_in_root_certs(false).add_root_certificate(ca).build().unwrap()
     }
 
     /// The webhook URL.

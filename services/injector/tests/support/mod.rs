@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use portcullis_admission::{decode, encode};
 use portcullis_injector::webhook::Injector;
-use portcullis_server::webhook::Webhook as _;
 use serde_json::Value;
 
 pub fn data(name: &str) -> PathBuf {

@@ -1,0 +1,366 @@
+//! The same verdicts as the API server: every case below is loaded both as
+//! a Portcullis ValidatorPolicy (evaluated by `portcullis-validator check`,
+//! the code the webhook runs) and as a ValidatingAdmissionPolicy with a
+//! Deny binding in the real kube-apiserver, and generated ConfigMaps go
+//! through both (server-side dry run on the API server's side). Allowed or
+//! denied must agree, and so must the message. Known, documented
+//! differences (docs/validator-policy.md#known-differences-from-the-api-server):
+//! Portcullis reports every failed validation of a policy where the API
+//! server reports the first, so the first is compared; when an expression
+//! fails to evaluate both deny, each in its own words, so only the verdict
+//! is compared.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use portcullis_e2e::webhook::namespace;
+use portcullis_e2e::{binaries, cluster, ok, unique};
+use serde_json::{Value, json};
+
+/// One policy: `(validations, matchConditions, variables)`; a validation is
+/// `(expression, message, messageExpression)`.
+struct Case {
+    validations: &'static [(&'static str, Option<&'static str>, Option<&'static str>)],
+    match_conditions: &'static [&'static str],
+    variables: &'static [(&'static str, &'static str)],
+}
+
+const fn case(validations: &'static [(&'static str, Option<&'static str>, Option<&'static str>)]) -> Case {
+    Case { validations, match_conditions: &[], variables: &[] }
+}
+
+const CASES: &[Case] = &[
+    case(&[("object.metadata.name.startsWith('app')", Some("the name must start with app"), None)]),
+    case(&[("object.metadata.name.matches('^[a-z]+(-[0-9]+)?$')", None, None)]),
+    case(&[(
+        "!has(object.data) || size(object.data) <= 3",
+        None,
+        Some("'too many keys: ' + string(size(object.data))"),
+    )]),
+    case(&[("!has(object.metadata.labels) || object.metadata.labels.all(k, k.size() <= 8)", None, None)]),
+    case(&[("has(object.data) && object.data.exists(k, k == 'config')", Some("a config key is required"), None)]),
+    case(&[("!has(object.data) || !object.data.exists_one(k, object.data[k] == 'bad')", None, None)]),
+    case(&[(
+        "!has(object.data) || !('mem' in object.data) || !isQuantity(object.data.mem) || \
+         quantity(object.data.mem).compareTo(quantity('1Gi')) <= 0",
+        Some("mem above 1Gi"),
+        None,
+    )]),
+    case(&[(
+        "!has(object.data) || !('mem' in object.data) || quantity(object.data.mem).isLessThan(quantity('1Gi'))",
+        None,
+        None,
+    )]),
+    case(&[("object.?data.?config.orValue('') != 'bad'", Some("config may not be bad"), None)]),
+    case(&[(
+        "object.metadata.name.size() <= 12",
+        None,
+        Some("'name ' + object.metadata.name + ' is longer than 12 characters'"),
+    )]),
+    Case {
+        validations: &[(
+            "has(object.metadata.labels) && 'team' in object.metadata.labels",
+            Some("a team label is required"),
+            None,
+        )],
+        match_conditions: &["!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"],
+        variables: &[],
+    },
+    Case {
+        validations: &[
+            ("variables.keys.all(k, k.size() < 10)", Some("keys are short"), None),
+            ("size(variables.keys) < 4", None, Some("'has ' + string(size(variables.keys)) + ' keys'")),
+        ],
+        match_conditions: &[],
+        variables: &[("keys", "has(object.data) ? object.data.map(k, k) : []")],
+    },
+    case(&[("!has(object.data) || !('replicas' in object.data) || int(object.data.replicas) <= 5", None, None)]),
+    case(&[("!has(object.data) || object.data.all(k, object.data[k].lowerAscii() == object.data[k])", None, None)]),
+    case(&[("object.metadata.name.split('-').size() <= 2", Some("at most one dash"), None)]),
+    case(&[("object.metadata.name.replace('-', '').size() >= 4", None, None)]),
+    case(&[(
+        "!has(object.metadata.labels) || !('env' in object.metadata.labels) || object.metadata.labels.env in ['dev', 'prod']",
+        Some("env must be dev or prod"),
+        Some("'env ' + object.metadata.labels.env + ' is not allowed'"),
+    )]),
+    case(&[(
+        "!has(object.data) || !('ttl' in object.data) || duration(object.data.ttl) < duration('24h')",
+        None,
+        None,
+    )]),
+    case(&[(
+        "!has(object.data) || !('url' in object.data) || isURL(object.data.url)",
+        Some("url must be a URL"),
+        None,
+    )]),
+    case(&[(
+        "!has(object.metadata.annotations) || object.metadata.annotations.all(k, !object.metadata.annotations[k].contains('secret'))",
+        None,
+        None,
+    )]),
+    case(&[("oldObject == null || oldObject.metadata.name == object.metadata.name", None, None)]),
+    case(&[("!has(object.data) || object.data.filter(k, k.startsWith('x')).size() == 0", Some("no x keys"), None)]),
+    case(&[(
+        "(has(object.data) ? size(object.data) : 0) + (has(object.metadata.labels) ? size(object.metadata.labels) : 0) < 5",
+        None,
+        Some(
+            "'data and labels: ' + string((has(object.data) ? size(object.data) : 0) + (has(object.metadata.labels) ? size(object.metadata.labels) : 0))",
+        ),
+    )]),
+    case(&[("!has(object.data) || !('config' in object.data) || object.data.config.find('[0-9]+') == ''", None, None)]),
+    case(&[
+        ("!has(object.data) || !('mem' in object.data) || object.data.mem.endsWith('i')", Some("binary units"), None),
+        ("object.metadata.name.indexOf('-') != 0", None, None),
+    ]),
+];
+
+/// A sentinel every case carries: the policy is in force in the API server
+/// once it denies an object of this name.
+const SENTINEL: &str = "sentinel";
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[(self.next() % from.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn object(rng: &mut Rng, index: usize) -> Value {
+    let stem = rng.pick(&["app", "web", "db", "x", "appserver", "cache"]);
+    let mut name = format!("{stem}{index}");
+    if rng.chance(50) {
+        name = format!("{stem}-{index}");
+    }
+    if rng.chance(25) {
+        name.push_str(rng.pick(&["-extra", "-a-b", "-zz"]));
+    }
+    let values = [
+        "bad",
+        "good",
+        "512Mi",
+        "2Gi",
+        "abc",
+        "3",
+        "10",
+        "x",
+        "SECRET",
+        "has secret",
+        "1h",
+        "48h",
+        "soon",
+        "https://example.com/x",
+        "not a url",
+        "Mixed",
+        "0",
+        "v42",
+    ];
+    let mut metadata = json!({"name": name});
+    if rng.chance(70) {
+        let labels: BTreeMap<&str, &str> = (0..rng.next() % 4)
+            .map(|_| {
+                (rng.pick(&["team", "env", "exempt", "app", "verylonglabel"]), rng.pick(&["dev", "prod", "qa", "shop"]))
+            })
+            .collect();
+        metadata["labels"] = json!(labels);
+    }
+    if rng.chance(30) {
+        metadata["annotations"] = json!({"note": rng.pick(&values)});
+    }
+    let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata});
+    if rng.chance(80) {
+        let data: BTreeMap<&str, &str> = (0..rng.next() % 5)
+            .map(|_| {
+                let key = rng.pick(&["config", "mem", "replicas", "ttl", "url", "xtra", "other", "verylongkeyname"]);
+                (key, rng.pick(&values))
+            })
+            .collect();
+        cm["data"] = json!(data);
+    }
+    cm
+}
+
+fn validations(case: &Case) -> Vec<Value> {
+    let mut all: Vec<Value> = case
+        .validations
+        .iter()
+        .map(|(expression, message, message_expression)| {
+            let mut v = json!({"expression": expression});
+            if let Some(m) = message {
+                v["message"] = json!(m);
+            }
+            if let Some(m) = message_expression {
+                v["messageExpression"] = json!(m);
+            }
+            v
+        })
+        .collect();
+    all.push(json!({"expression": format!("object.metadata.name != '{SENTINEL}'"), "message": SENTINEL}));
+    all
+}
+
+fn named(list: &[&str]) -> Vec<Value> {
+    list.iter().enumerate().map(|(i, e)| json!({"name": format!("c{i}"), "expression": e})).collect()
+}
+
+fn vap(name: &str, case: &Case) -> Value {
+    let variables: Vec<Value> = case.variables.iter().map(|(n, e)| json!({"name": n, "expression": e})).collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]},
+                "matchConditions": named(case.match_conditions),
+                "variables": variables,
+                "validations": validations(case),
+            }
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"e2e.portcullis.dev/diff": name}}},
+            }
+        }
+    ]})
+}
+
+fn portcullis_policy(name: &str, case: &Case) -> Value {
+    let variables: Vec<Value> = case.variables.iter().map(|(n, e)| json!({"name": n, "expression": e})).collect();
+    json!({
+        "apiVersion": "portcullis.dev/v1alpha1",
+        "kind": "ValidatorPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "match": {"resources": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+            "matchConditions": named(case.match_conditions),
+            "variables": variables,
+            "validations": validations(case),
+        }
+    })
+}
+
+/// A verdict: allowed, denied with a message, or denied because an
+/// expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Allowed,
+    Denied(String),
+    Error,
+}
+
+/// The API server's verdict on creating `cm` in `ns` (server-side dry run).
+async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
+    let cm: ConfigMap = serde_json::from_value(cm.clone()).unwrap();
+    match api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await {
+        Ok(_) => Verdict::Allowed,
+        Err(kube::Error::Api(status)) => {
+            let (_, message) = status.message.split_once("denied request: ").unwrap_or_else(|| panic!("{status:?}"));
+            if message.contains("resulted in error") { Verdict::Error } else { Verdict::Denied(message.to_owned()) }
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// Portcullis' verdicts, by object name, from `check` on every object.
+fn portcullis(name: &str, case: &Case, ns: &str, objects: &[Value]) -> BTreeMap<String, Verdict> {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(&policy, portcullis_policy(name, case).to_string()).unwrap();
+    let manifests = dir.path().join("objects.json");
+    let items: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            o["metadata"]["namespace"] = json!(ns);
+            o
+        })
+        .collect();
+    std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
+    let out = Command::new(binaries().join("portcullis-validator"))
+        .args(["check", "--policy", policy.to_str().unwrap(), "-f", manifests.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "check failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut verdicts = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix(&format!("ConfigMap {ns}/")) {
+            let (object, verdict) = rest.split_once(": ").unwrap();
+            verdicts.insert(object.to_owned(), Verdict::Allowed);
+            current = (verdict == "DENIED").then(|| object.to_owned());
+        } else if let (Some(object), Some(finding)) = (&current, line.strip_prefix(&format!("  deny: [{name}] "))) {
+            // The first finding is the one compared (see the module doc).
+            if verdicts[object] == Verdict::Allowed {
+                let verdict = match finding.strip_prefix(&format!("ConfigMap {ns}/{object}: ")) {
+                    Some(message) => Verdict::Denied(message.to_owned()),
+                    None if finding.starts_with("policy could not be evaluated") => Verdict::Error,
+                    None => panic!("unexpected finding: {line}"),
+                };
+                verdicts.insert(object.clone(), verdict);
+            }
+        }
+    }
+    verdicts
+}
+
+#[tokio::test]
+async fn portcullis_and_the_api_server_give_the_same_verdicts() {
+    let client = cluster().client().await;
+    let mut rng = Rng(0x5eed_cafe_f00d_d00d);
+    let (mut compared, mut denied, mut errors) = (0, 0, 0);
+    let mut differences = Vec::new();
+    for (index, case) in CASES.iter().enumerate() {
+        let name = unique(&format!("diff{index}"));
+        namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &vap(&name, case).to_string()));
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
+        let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while api_server(&api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
+            assert!(Instant::now() < deadline, "the API server does not enforce case {index}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
+        let ours = portcullis(&name, case, &name, &objects);
+        for object in &objects {
+            let object_name = object["metadata"]["name"].as_str().unwrap();
+            let theirs = api_server(&api, object).await;
+            let mine = ours.get(object_name).cloned().unwrap_or_else(|| panic!("check said nothing of {object_name}"));
+            compared += 1;
+            denied += usize::from(theirs != Verdict::Allowed);
+            errors += usize::from(theirs == Verdict::Error);
+            if mine != theirs {
+                differences.push(format!("case {index} {object}: API server {theirs:?}, Portcullis {mine:?}"));
+            }
+        }
+        ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
+    }
+    println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
+    assert!(compared >= 200, "only {compared} cases");
+    assert!(denied > compared / 5 && denied < compared * 4 / 5, "the corpus should both allow and deny: {denied}");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+}

@@ -1,0 +1,4 @@
+pub mod ast;
+pub mod traits;
+pub mod types;
+pub mod value;
