@@ -127,7 +127,10 @@ fn compile(name: &str, what: &str, source: &str, cost_limit: u64) -> Result<Comp
     if source.len() > MAX_EXPRESSION_LEN {
         return Err(format!("{what}: expression is {} characters; the limit is {MAX_EXPRESSION_LEN}", source.len()));
     }
-    let program = Program::compile(source).map_err(|e| format!("{what}: {source:?} does not compile: {e}"))?;
+    // Kubernetes' CEL environment has the optional syntax (`a.?b`, `[?x]`).
+    let parser = kube_cel::cel::parser::Parser::new().enable_optional_syntax(true);
+    let program =
+        Program::compile_with(parser, source).map_err(|e| format!("{what}: {source:?} does not compile: {e}"))?;
     let cost = crate::cost::estimate(program.expression()).superlinear;
     if cost > cost_limit {
         let shown = if cost == u64::MAX { "unbounded".to_owned() } else { cost.to_string() };

@@ -172,7 +172,7 @@ fn object(rng: &mut Rng, index: usize) -> Value {
     ];
     let mut metadata = json!({"name": name});
     if rng.chance(70) {
-        let labels: BTreeMap<&str, &str> = (0..rng.next() % 4)
+        let labels: BTreeMap<&str, &str> = (0..1 + rng.next() % 4)
             .map(|_| {
                 (rng.pick(&["team", "env", "exempt", "app", "verylonglabel"]), rng.pick(&["dev", "prod", "qa", "shop"]))
             })
@@ -184,7 +184,7 @@ fn object(rng: &mut Rng, index: usize) -> Value {
     }
     let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata});
     if rng.chance(80) {
-        let data: BTreeMap<&str, &str> = (0..rng.next() % 5)
+        let data: BTreeMap<&str, &str> = (0..1 + rng.next() % 5)
             .map(|_| {
                 let key = rng.pick(&["config", "mem", "replicas", "ttl", "url", "xtra", "other", "verylongkeyname"]);
                 (key, rng.pick(&values))
@@ -196,10 +196,11 @@ fn object(rng: &mut Rng, index: usize) -> Value {
 }
 
 fn validations(case: &Case) -> Vec<Value> {
-    let mut all: Vec<Value> = case
-        .validations
-        .iter()
-        .map(|(expression, message, message_expression)| {
+    // The sentinel comes first, so that it is the first failure for the
+    // sentinel object whatever the other validations say.
+    let sentinel = json!({"expression": format!("object.metadata.name != '{SENTINEL}'"), "message": SENTINEL});
+    let all: Vec<Value> = std::iter::once(sentinel)
+        .chain(case.validations.iter().map(|(expression, message, message_expression)| {
             let mut v = json!({"expression": expression});
             if let Some(m) = message {
                 v["message"] = json!(m);
@@ -208,9 +209,8 @@ fn validations(case: &Case) -> Vec<Value> {
                 v["messageExpression"] = json!(m);
             }
             v
-        })
+        }))
         .collect();
-    all.push(json!({"expression": format!("object.metadata.name != '{SENTINEL}'"), "message": SENTINEL}));
     all
 }
 
@@ -304,7 +304,8 @@ fn portcullis(name: &str, case: &Case, ns: &str, objects: &[Value]) -> BTreeMap<
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "check failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1) && stderr.is_empty(), "check failed: {stderr}\n{stdout}");
     let mut verdicts = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in stdout.lines() {
@@ -361,6 +362,6 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
     }
     println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
     assert!(compared >= 200, "only {compared} cases");
-    assert!(denied > compared / 5 && denied < compared * 4 / 5, "the corpus should both allow and deny: {denied}");
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(denied > compared / 10 && denied < compared * 9 / 10, "the corpus should both allow and deny: {denied}");
 }

@@ -168,6 +168,14 @@ impl Program {
             .map(|expression| Program { expression })
     }
 
+    /// Compiles with a configured parser, e.g. one with the optional syntax
+    /// (`a.?b`, `[?x]`) that Kubernetes enables (patch carried by Portcullis).
+    pub fn compile_with(parser: Parser, source: &str) -> Result<Program, ParseErrors> {
+        parser
+            .parse(source)
+            .map(|expression| Program { expression })
+    }
+
     pub fn execute(&self, context: &Context) -> ResolveResult {
         Value::resolve(&self.expression, context)
     }

@@ -1101,13 +1101,13 @@ impl Value {
                                             .unwrap_or(CelOptional::none().clone_as_boxed())
                                     })
                                 } else {
-                                    CelOptional::of(
-                                        operand
-                                            .as_indexer()
-                                            .ok_or(NoSuchOverload)?
-                                            .get(field)?
-                                            .clone_as_boxed(),
-                                    )
+                                    // Patch carried by Portcullis: an absent
+                                    // field is `optional.none()`, as in cel-go.
+                                    match operand.as_indexer().ok_or(NoSuchOverload)?.get(field) {
+                                        Ok(value) => CelOptional::of(value.clone_as_boxed()),
+                                        Err(ExecutionError::NoSuchKey(_)) => CelOptional::none(),
+                                        Err(other) => return Err(other),
+                                    }
                                 },
                             )));
                         }
