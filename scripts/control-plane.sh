@@ -55,6 +55,36 @@ wait_for() { # NAME SECONDS COMMAND...
   log "$name ready"
 }
 
+# Starts component NAME on loopback ports picked just before (etcd, the API
+# server and Jaeger cannot report a port 0 they bound): pick_NAME picks them,
+# launch_NAME starts the process, ready_NAME says it answers. Another process
+# can take a picked port before NAME binds it; a start that fails with
+# "address already in use" is retried on freshly picked ports, so a busy
+# machine (CI) does not fail at random.
+start_on_free_ports() { # NAME SECONDS
+  local name=$1 seconds=$2 attempt
+  for attempt in 1 2 3 4 5; do
+    "pick_$name"
+    "launch_$name"
+    local deadline=$((SECONDS + seconds))
+    until "ready_$name" >/dev/null 2>&1; do
+      if ! alive "$dir" "$name"; then
+        if grep -qi "address already in use" "$dir/logs/$name.log"; then
+          log "$name: a picked port was taken before it bound it (attempt $attempt); picking again"
+          continue 2
+        fi
+        report_dead "$dir" || true
+        die "$name exited during startup"
+      fi
+      [ $SECONDS -lt $deadline ] || { tail -n 30 "$dir/logs/$name.log" >&2; die "$name not ready after ${seconds}s"; }
+      sleep 0.2
+    done
+    log "$name ready"
+    return 0
+  done
+  die "$name: its ports were taken five times in a row"
+}
+
 pki() {
   local p="$dir/pki"; mkdir -p "$p"
   cd "$p"
@@ -124,24 +154,30 @@ up() {
     kcm_flags=(--controllers '*' --use-service-account-credentials=true
       --service-account-private-key-file "$dir/pki/sa.key")
   fi
-  ETCD_PORT=$(free_port); APISERVER_PORT=$(free_port)
-  JAEGER_OTLP_GRPC=$(free_port); JAEGER_OTLP_HTTP=$(free_port); JAEGER_QUERY=$(free_port)
   pki
-  kubeconfig "$dir/admin.kubeconfig" admin
-  kubeconfig "$dir/alice.kubeconfig" alice
-  kubeconfig "$dir/kcm.kubeconfig" kcm
 
-  log "starting Jaeger (OTLP gRPC $JAEGER_OTLP_GRPC, query http://127.0.0.1:$JAEGER_QUERY)"
-  sed -e "s/@GRPC@/$JAEGER_OTLP_GRPC/; s/@HTTP@/$JAEGER_OTLP_HTTP/; s/@QUERY@/$JAEGER_QUERY/" \
-    "$here/jaeger.yaml" >"$dir/jaeger.yaml"
-  start jaeger "$bin/jaeger" --config "$dir/jaeger.yaml"
-  wait_for jaeger 60 curl -fsS "http://127.0.0.1:$JAEGER_QUERY/api/services"
+  pick_jaeger() {
+    JAEGER_OTLP_GRPC=$(free_port); JAEGER_OTLP_HTTP=$(free_port); JAEGER_QUERY=$(free_port)
+    log "starting Jaeger (OTLP gRPC $JAEGER_OTLP_GRPC, query http://127.0.0.1:$JAEGER_QUERY)"
+    sed -e "s/@GRPC@/$JAEGER_OTLP_GRPC/; s/@HTTP@/$JAEGER_OTLP_HTTP/; s/@QUERY@/$JAEGER_QUERY/" \
+      "$here/jaeger.yaml" >"$dir/jaeger.yaml"
+  }
+  launch_jaeger() { start jaeger "$bin/jaeger" --config "$dir/jaeger.yaml"; }
+  ready_jaeger() { curl -fsS "http://127.0.0.1:$JAEGER_QUERY/api/services"; }
+  start_on_free_ports jaeger 60
 
-  log "starting etcd on 127.0.0.1:$ETCD_PORT"
-  start etcd "$bin/etcd" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$(free_port)" \
-    --unsafe-no-fsync --log-level warn
-  wait_for etcd 60 curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+  pick_etcd() {
+    ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port)
+    log "starting etcd on 127.0.0.1:$ETCD_PORT"
+    rm -rf "$dir/etcd"
+  }
+  launch_etcd() {
+    start etcd "$bin/etcd" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+      --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+      --unsafe-no-fsync --log-level warn
+  }
+  ready_etcd() { curl -fsS "http://127.0.0.1:$ETCD_PORT/health"; }
+  start_on_free_ports etcd 60
 
   cat >"$dir/tracing.yaml" <<TR
 apiVersion: apiserver.config.k8s.io/v1
@@ -149,17 +185,25 @@ kind: TracingConfiguration
 endpoint: 127.0.0.1:$JAEGER_OTLP_GRPC
 samplingRatePerMillion: 1000000
 TR
-  log "starting kube-apiserver on https://$API_HOST:$APISERVER_PORT"
   local p="$dir/pki"
-  start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --cert-dir "$dir/apiserver" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
-    --secure-port "$APISERVER_PORT" --bind-address "$API_HOST" --advertise-address "$API_HOST" \
-    --client-ca-file "$p/ca.crt" "${node_flags[@]}" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 \
-    --allow-privileged=true --tracing-config-file "$dir/tracing.yaml" --v=1
-  wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
+  pick_kube-apiserver() {
+    APISERVER_PORT=$(free_port)
+    log "starting kube-apiserver on https://$API_HOST:$APISERVER_PORT"
+    local user
+    for user in admin alice kcm; do kubeconfig "$dir/$user.kubeconfig" "$user"; done
+  }
+  launch_kube-apiserver() {
+    start kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+      --cert-dir "$dir/apiserver" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+      --secure-port "$APISERVER_PORT" --bind-address "$API_HOST" --advertise-address "$API_HOST" \
+      --client-ca-file "$p/ca.crt" "${node_flags[@]}" \
+      --service-account-issuer https://kubernetes.default.svc.cluster.local \
+      --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+      --service-cluster-ip-range 10.0.0.0/24 \
+      --allow-privileged=true --tracing-config-file "$dir/tracing.yaml" --v=1
+  }
+  ready_kube-apiserver() { "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz; }
+  start_on_free_ports kube-apiserver 120
 
   # kube-controller-manager runs with one identity (no per-controller
   # ServiceAccounts here): give it the CSR signing controller's role, as

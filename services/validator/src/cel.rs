@@ -21,6 +21,15 @@ use crate::budget::{Limit, Limits, Meter};
 /// alongside the evaluation deadline.
 pub const MAX_EXPRESSION_LEN: usize = 5_000;
 
+/// ValidatingAdmissionPolicy variables Portcullis does not bind, and why:
+/// an expression using one is refused at load rather than failing on every
+/// request.
+const UNSUPPORTED_VARIABLES: [(&str, &str); 3] = [
+    ("params", "paramKind/paramRef are not supported; put the values in the policy or in `variables`"),
+    ("namespaceObject", "the namespace object is not bound; use `spec.match.namespaceSelector` for its labels"),
+    ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)"),
+];
+
 /// A `matchConditions` or `variables` entry.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +140,12 @@ fn compile(name: &str, what: &str, source: &str, cost_limit: u64) -> Result<Comp
     let parser = kube_cel::cel::parser::Parser::new().enable_optional_syntax(true);
     let program =
         Program::compile_with(parser, source).map_err(|e| format!("{what}: {source:?} does not compile: {e}"))?;
+    let references = program.references();
+    for (variable, why) in UNSUPPORTED_VARIABLES {
+        if references.has_variable(variable) {
+            return Err(format!("{what}: {source:?} uses `{variable}`, which Portcullis does not provide: {why}"));
+        }
+    }
     let cost = crate::cost::estimate(program.expression()).superlinear;
     if cost > cost_limit {
         let shown = if cost == u64::MAX { "unbounded".to_owned() } else { cost.to_string() };

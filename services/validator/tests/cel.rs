@@ -235,3 +235,36 @@ fn namespace_selectors_use_the_namespaces_labels() {
     assert!(!allowed, "unknown labels fail closed under failurePolicy Fail");
     assert!(message.contains("labels of namespace unknown are not known"), "{message}");
 }
+
+#[test]
+fn the_optional_syntax_works_as_in_kubernetes() {
+    let optional = r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: optional}
+spec:
+  validations:
+    - expression: "object.?data.?config.orValue('') != 'bad'"
+      message: config may not be bad
+"#;
+    let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"}, "data": data});
+    let v = support::validator(optional);
+    assert!(run(&v, &create(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}))).0, "no data");
+    assert!(run(&v, &create(cm(json!({"other": "x"})))).0, "no config key");
+    let (allowed, message, _, _) = run(&v, &create(cm(json!({"config": "bad"}))));
+    assert!(!allowed && message.contains("config may not be bad"), "{message}");
+}
+
+#[test]
+fn variables_portcullis_does_not_bind_are_refused_at_load() {
+    for (expression, variable) in [
+        ("object.metadata.name != params.name", "params"),
+        ("has(namespaceObject.metadata.labels)", "namespaceObject"),
+        ("authorizer.group('apps').resource('deployments').check('create').allowed()", "authorizer"),
+    ] {
+        let yaml = format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\nspec:\n  validations:\n    - expression: \"{expression}\"\n"
+        );
+        let refused = support::policies_with_cost_limit(&yaml, u64::MAX).unwrap_err();
+        assert!(refused.contains(&format!("uses `{variable}`, which Portcullis does not provide")), "{refused}");
+    }
+}
