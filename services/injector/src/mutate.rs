@@ -80,7 +80,10 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     apply_defaults(&mut mutated, &config.defaults);
     write_status(&mut mutated, &status);
     let applied = status.templates;
-    Outcome { decision: Decision { mutated: Some(mutated), warnings, applied, denied: None }, images_rewritten }
+    Outcome {
+        decision: Decision { mutated: Some(mutated), warnings, applied, ..Decision::default() },
+        images_rewritten,
+    }
 }
 
 /// Mirror pods and pods that opted out are never changed.

@@ -5,12 +5,13 @@
 //! (kube-cel) registered. Expressions are compiled once, at load.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use kube_cel::KubeCelExt as _;
+use kube_cel::cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
 use kube_cel::cel::common::value::Val;
-use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, Program, Value as Cel};
 use serde::Deserialize;
 use serde_json::Value;
@@ -53,6 +54,22 @@ pub struct Validation {
     /// Status reason of the denial.
     pub reason: Option<Reason>,
 }
+
+/// An `auditAnnotations` entry: recorded in the API server's audit event
+/// for every request the policy applies to, as
+/// `<webhook name>/<policy>.<key>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditAnnotation {
+    /// The key: letters, digits, `-`, `_`, `.`; at most 63 characters.
+    pub key: String,
+    /// CEL yielding the value (a string), or `null` for none.
+    pub value_expression: String,
+}
+
+/// The longest audit annotation value kept, as the API server's limit for
+/// ValidatingAdmissionPolicy.
+pub const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
 
 /// A denial's status reason, as in ValidatingAdmissionPolicy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -110,6 +127,8 @@ pub struct CelRules {
     pub variables: Vec<Compiled>,
     /// The checks.
     pub validations: Vec<CompiledValidation>,
+    /// `(key, valueExpression)`.
+    pub audit_annotations: Vec<(String, Compiled)>,
 }
 
 /// What evaluating a policy's CEL found.
@@ -117,10 +136,12 @@ pub struct CelRules {
 pub enum Outcome {
     /// A match condition was false: the policy does not apply.
     NotMatched,
-    /// Every validation was true (or there were none).
-    Passed,
-    /// These validations were false: `(message, reason)`.
-    Violations(Vec<(String, Reason)>),
+    /// Every validation was true (or there were none); the audit
+    /// annotations, `(key, value)`.
+    Passed(Vec<(String, String)>),
+    /// These validations were false: `(message, reason)`; and the audit
+    /// annotations.
+    Violations(Vec<(String, Reason)>, Vec<(String, String)>),
     /// Something could not be evaluated.
     Error(String),
     /// A cost or time limit stopped the evaluation.
@@ -165,6 +186,7 @@ impl CelRules {
         match_conditions: Vec<NamedExpression>,
         variables: Vec<NamedExpression>,
         validations: Vec<Validation>,
+        audit_annotations: Vec<AuditAnnotation>,
         cost_limit: u64,
     ) -> Result<Self, String> {
         let match_conditions = match_conditions
@@ -192,7 +214,25 @@ impl CelRules {
                 })
             })
             .collect::<Result<_, String>>()?;
-        Ok(Self { match_conditions, variables, validations })
+        let mut keys = std::collections::HashSet::new();
+        let audit_annotations = audit_annotations
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let what = format!("auditAnnotations[{i}]");
+                let valid = (1..=63).contains(&a.key.len())
+                    && a.key.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && a.key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+                if !valid {
+                    return Err(format!("{what}: key {:?} must be 1-63 letters, digits, '-', '_' or '.'", a.key));
+                }
+                if !keys.insert(a.key.as_str()) {
+                    return Err(format!("{what}: key {:?} is used twice", a.key));
+                }
+                Ok((a.key.clone(), compile("", &format!("{what}.valueExpression"), &a.value_expression, cost_limit)?))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self { match_conditions, variables, validations, audit_annotations })
     }
 
     /// Whether there is anything to evaluate.
@@ -232,19 +272,24 @@ impl CelRules {
                 Err(e) => return Outcome::Error(format!("matchConditions {:?}: {e}", condition.name)),
             }
         }
-        let mut variables: HashMap<Key, Cel> = HashMap::new();
+        // Each variable sees the ones before it: the map grows between
+        // evaluations, each in a scope that borrows it.
+        let mut variables = CelMap::from(HashMap::new());
         for variable in &self.variables {
             meter.next_expression();
             *current = &variable.source;
-            ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables.clone()) }));
-            match variable.program.execute(ctx) {
-                Ok(value) => {
-                    variables.insert(Key::String(Arc::new(variable.name.clone())), value);
-                }
+            let mut scope = ctx.new_inner_scope();
+            scope.add_variable_borrowed("variables", &variables);
+            let value = variable.program.execute_val(&scope);
+            drop(scope);
+            match value {
+                Ok(value) => variables.insert(CelMapKey::from(variable.name.as_str()), value),
                 Err(e) => return Outcome::Error(format!("variables {:?}: {e}", variable.name)),
             }
         }
-        ctx.add_variable_from_value("variables", Cel::Map(Map { map: Arc::new(variables) }));
+        let mut ctx = ctx.new_inner_scope();
+        ctx.add_variable_borrowed("variables", &variables);
+        let ctx = &mut ctx;
         let mut violations = Vec::new();
         for v in &self.validations {
             meter.next_expression();
@@ -256,7 +301,32 @@ impl CelRules {
                 Err(e) => return Outcome::Error(format!("validation {:?}: {e}", v.expression.source)),
             }
         }
-        if violations.is_empty() { Outcome::Passed } else { Outcome::Violations(violations) }
+        let mut annotations = Vec::new();
+        for (key, value) in &self.audit_annotations {
+            meter.next_expression();
+            *current = &value.source;
+            match value.program.execute(ctx) {
+                Ok(Cel::Null) => {}
+                Ok(Cel::String(s)) => {
+                    annotations.push((
+                        key.clone(),
+                        s.chars()
+                            .scan(0, |n, c| {
+                                *n += c.len_utf8();
+                                (*n <= MAX_AUDIT_VALUE_BYTES).then_some(c)
+                            })
+                            .collect(),
+                    ));
+                }
+                Ok(other) => {
+                    return Outcome::Error(format!(
+                        "auditAnnotations {key:?} returned {other:?}, not a string or null"
+                    ));
+                }
+                Err(e) => return Outcome::Error(format!("auditAnnotations {key:?}: {e}")),
+            }
+        }
+        if violations.is_empty() { Outcome::Passed(annotations) } else { Outcome::Violations(violations, annotations) }
     }
 }
 
@@ -322,35 +392,28 @@ impl Bindings {
     /// JSON without its objects.
     pub fn new(object: Option<&Value>, old_object: Option<&Value>, request: &Value) -> Self {
         Self {
-            object: to_val(object.map_or(Cel::Null, to_cel)),
-            old_object: to_val(old_object.map_or(Cel::Null, to_cel)),
-            request: to_val(to_cel(request)),
+            object: object.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
+            old_object: old_object.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
+            request: to_cel(request),
         }
     }
 }
 
-fn to_val(value: Cel) -> Box<dyn Val> {
-    // Every value to_cel makes (null, bool, numbers, strings, lists, maps)
-    // has a Val form; the fallback is never taken.
-    let converted: Result<Box<dyn Val>, _> = value.try_into();
-    converted.unwrap_or_else(|_| Box::new(kube_cel::cel::common::types::CelNull))
-}
-
-/// JSON to CEL with Kubernetes' typing: integers are `int`, other numbers
-/// `double`.
-pub fn to_cel(value: &Value) -> Cel {
+/// JSON to the interpreter's values, with Kubernetes' typing: integers are
+/// `int`, other numbers `double`. Converted straight, in one pass.
+pub fn to_cel(value: &Value) -> Box<dyn Val> {
     match value {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
         Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Cel::Int(i),
-            (None, Some(u)) => Cel::UInt(u),
-            _ => Cel::Float(n.as_f64().unwrap_or_default()),
+            (Some(i), _) => Box::new(CelInt::from(i)),
+            (None, Some(u)) => Box::new(CelUInt::from(u)),
+            _ => Box::new(CelDouble::from(n.as_f64().unwrap_or_default())),
         },
-        Value::String(s) => Cel::String(Arc::new(s.clone())),
-        Value::Array(items) => Cel::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(map) => Cel::Map(Map {
-            map: Arc::new(map.iter().map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v))).collect()),
-        }),
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Value::Array(items) => Box::new(CelList::from(items.iter().map(to_cel).collect::<Vec<_>>())),
+        Value::Object(map) => Box::new(CelMap::from(
+            map.iter().map(|(k, v)| (CelMapKey::from(k.as_str()), to_cel(v))).collect::<HashMap<_, _>>(),
+        )),
     }
 }

@@ -50,6 +50,8 @@ pub struct Evaluation {
     pub applied: Vec<String>,
     /// Policies whose CEL a cost or time limit stopped, and which limit.
     pub exceeded: Vec<(String, Limit)>,
+    /// Audit annotations of the policies that applied, `<policy>.<key>`.
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// Evaluates every policy of `set` on `req`; CEL stops at `deadline`.
@@ -89,6 +91,7 @@ pub fn evaluate(
         }
     }
     let mut exceeded = Vec::new();
+    let mut audit_annotations = Vec::new();
     if !with_cel.is_empty() {
         // Converted once, borrowed by every policy's evaluation.
         let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
@@ -96,12 +99,15 @@ pub fn evaluate(
             let policy = &set.policies[index];
             match policy.cel.evaluate(&bindings, settings.cel_limits, deadline) {
                 Outcome::NotMatched => continue,
-                Outcome::Passed => {}
-                Outcome::Violations(v) => {
+                Outcome::Passed(annotations) => {
+                    audit_annotations.extend(annotations.into_iter().map(|(k, v)| (format!("{}.{k}", policy.name), v)));
+                }
+                Outcome::Violations(v, annotations) => {
                     let what = subject.map(|o| describe(req, o)).unwrap_or_default();
                     for (message, reason) in v {
                         findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
                     }
+                    audit_annotations.extend(annotations.into_iter().map(|(k, v)| (format!("{}.{k}", policy.name), v)));
                 }
                 Outcome::Error(reason) => fail(policy, reason, &mut findings),
                 Outcome::Exceeded { limit, message } => {
@@ -112,7 +118,7 @@ pub fn evaluate(
             applied.push(policy.name.clone());
         }
     }
-    Evaluation { findings, applied, exceeded }
+    Evaluation { findings, applied, exceeded, audit_annotations }
 }
 
 /// The decision for `findings`: denied when any Deny finding exists (every

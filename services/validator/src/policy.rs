@@ -86,6 +86,8 @@ struct Spec {
     variables: Vec<cel::NamedExpression>,
     #[serde(default)]
     validations: Vec<cel::Validation>,
+    #[serde(default)]
+    audit_annotations: Vec<cel::AuditAnnotation>,
 }
 
 /// Which requests a policy looks at.
@@ -182,8 +184,14 @@ impl PolicySet {
                 selector.check().map_err(invalid)?;
             }
             spec.rules.check().map_err(invalid)?;
-            let cel = CelRules::compile(spec.match_conditions, spec.variables, spec.validations, cost_limit)
-                .map_err(invalid)?;
+            let cel = CelRules::compile(
+                spec.match_conditions,
+                spec.variables,
+                spec.validations,
+                spec.audit_annotations,
+                cost_limit,
+            )
+            .map_err(invalid)?;
             if spec.rules.is_empty() && cel.validations.is_empty() {
                 return Err(invalid("has neither rules nor validations".into()).into());
             }

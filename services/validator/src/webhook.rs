@@ -99,7 +99,7 @@ impl Validator {
     /// Evaluates `req` on the calling thread, CEL stopping at `deadline`,
     /// and returns the findings as well as the decision.
     pub fn review(&self, req: &Request, deadline: Instant) -> (Decision, Vec<crate::evaluate::Finding>) {
-        let Evaluation { findings, applied, exceeded } =
+        let Evaluation { findings, applied, exceeded, audit_annotations } =
             evaluate(&self.policies.get(), &self.settings, self.namespaces.as_ref(), req, deadline);
         for (policy, limit) in exceeded {
             // An event on the admission span as well as a log line.
@@ -119,7 +119,9 @@ impl Validator {
                 }
             }
         }
-        (decide(&findings, applied), findings)
+        let mut decision = decide(&findings, applied);
+        decision.audit_annotations = audit_annotations;
+        (decision, findings)
     }
 }
 

@@ -268,3 +268,40 @@ fn variables_portcullis_does_not_bind_are_refused_at_load() {
         assert!(refused.contains(&format!("uses `{variable}`, which Portcullis does not provide")), "{refused}");
     }
 }
+
+#[test]
+fn audit_annotations_go_into_the_response_for_every_request_the_policy_applies_to() {
+    let yaml = r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: replicas}
+spec:
+  validations:
+    - expression: object.spec.replicas <= 5
+  auditAnnotations:
+    - key: high-replica-count
+      valueExpression: "object.spec.replicas > 3 ? 'Deployment spec.replicas set to ' + string(object.spec.replicas) : null"
+"#;
+    let validator = support::validator(yaml);
+    let annotations = |replicas: u32| {
+        let review = create(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}, "spec": {"replicas": replicas}}),
+        );
+        let req = portcullis_admission::decode(&serde_json::to_vec(&review).unwrap()).unwrap();
+        let (decision, _) = validator.review(&req, validator.deadline());
+        let (response, _) = decision.respond(&req);
+        (response.allowed, response.audit_annotations.into_iter().collect::<BTreeMap<_, _>>())
+    };
+    assert_eq!(annotations(2), (true, BTreeMap::new()), "null: no annotation");
+    let four =
+        BTreeMap::from([("replicas.high-replica-count".to_owned(), "Deployment spec.replicas set to 4".to_owned())]);
+    assert_eq!(annotations(4), (true, four));
+    let (allowed, nine) = annotations(9);
+    assert!(!allowed);
+    assert_eq!(
+        nine["replicas.high-replica-count"], "Deployment spec.replicas set to 9",
+        "denied requests are annotated too"
+    );
+    // A key with a slash could not be recorded by the API server.
+    let refused = support::policies_with_cost_limit(&yaml.replace("key: high-replica-count", "key: a/b"), u64::MAX);
+    assert!(refused.unwrap_err().contains("auditAnnotations[0]: key \"a/b\" must be 1-63 letters"));
+}

@@ -23,6 +23,10 @@ pub struct Decision {
     /// Names of the templates, rules or policies that applied, for the
     /// trace and the logs.
     pub applied: Vec<String>,
+    /// `AdmissionResponse.auditAnnotations`: `(key, value)` pairs the API
+    /// server records in its audit event as `<webhook name>/<key>` (so a key
+    /// has no `/`).
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 impl Decision {
@@ -45,6 +49,7 @@ impl Decision {
         if !self.warnings.is_empty() {
             response.warnings = Some(self.warnings);
         }
+        response.audit_annotations.extend(self.audit_annotations);
         if let Some((code, message)) = self.denied {
             let mut response = response.deny(message);
             response.result.code = code;

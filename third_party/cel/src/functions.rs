@@ -309,7 +309,27 @@ pub fn matches(
     This(this): This<Arc<String>>,
     regex: Arc<String>,
 ) -> Result<bool> {
-    match regex::Regex::new(&regex) {
+    // Patch carried by Portcullis: compiled once per pattern and thread,
+    // not on every call (a compile costs tens of microseconds).
+    thread_local! {
+        static COMPILED: std::cell::RefCell<std::collections::HashMap<Arc<String>, regex::Regex>> =
+            Default::default();
+    }
+    /// Patterns kept per thread; past it the cache starts over.
+    const KEPT: usize = 256;
+    let compiled: std::result::Result<regex::Regex, regex::Error> = COMPILED.with(|compiled| {
+        if let Some(re) = compiled.borrow().get(&regex) {
+            return Ok(re.clone());
+        }
+        let re = regex::Regex::new(&regex)?;
+        let mut compiled = compiled.borrow_mut();
+        if compiled.len() >= KEPT {
+            compiled.clear();
+        }
+        compiled.insert(regex.clone(), re.clone());
+        Ok(re)
+    });
+    match compiled {
         Ok(re) => Ok(re.is_match(&this)),
         Err(err) => Err(ftx.error(format!("'{regex}' not a valid regex:\n{err}"))),
     }

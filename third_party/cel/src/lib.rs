@@ -180,6 +180,15 @@ impl Program {
         Value::resolve(&self.expression, context)
     }
 
+    /// Evaluates to the interpreter's own value form, without the deep
+    /// conversion to [`Value`] (patch carried by Portcullis).
+    pub fn execute_val(
+        &self,
+        context: &Context,
+    ) -> Result<Box<dyn crate::common::value::Val>, ExecutionError> {
+        Value::resolve_val(&self.expression, context).map(|v| v.into_owned())
+    }
+
     /// Returns the variables and functions referenced by the CEL program
     ///
     /// # Example

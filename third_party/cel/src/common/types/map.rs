@@ -135,6 +135,13 @@ impl Iterable for DefaultMap {
     }
 }
 
+impl DefaultMap {
+    /// Adds or replaces an entry (patch carried by Portcullis).
+    pub fn insert(&mut self, key: Key, value: Box<dyn Val>) {
+        self.0.insert(key, value);
+    }
+}
+
 impl From<HashMap<Key, Box<dyn Val>>> for DefaultMap {
     fn from(value: HashMap<Key, Box<dyn Val>>) -> Self {
         Self(value)
