@@ -252,6 +252,19 @@ spec:
     assert!(run(&v, &create(cm(json!({"other": "x"})))).0, "no config key");
     let (allowed, message, _, _) = run(&v, &create(cm(json!({"config": "bad"}))));
     assert!(!allowed && message.contains("config may not be bad"), "{message}");
+    // A chain of optional selections is one optional: `orValue` gives the
+    // default when any link is absent.
+    let chained = optional
+        .replace("object.?data.?config.orValue('') != 'bad'", "object.metadata.?labels.?team.orValue('none') == 'shop'")
+        .replace(
+            "message: config may not be bad",
+            "messageExpression: \"'team is ' + object.metadata.?labels.?team.orValue('none')\"",
+        );
+    let v = support::validator(&chained);
+    let (allowed, message, _, _) = run(&v, &create(cm(json!({}))));
+    assert!(!allowed && message.contains("team is none"), "{message}");
+    let labelled = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop", "labels": {"team": "shop"}}});
+    assert!(run(&v, &create(labelled)).0);
 }
 
 #[test]

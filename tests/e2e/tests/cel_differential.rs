@@ -2,7 +2,8 @@
 //! a Portcullis ValidatorPolicy (evaluated by `portcullis-validator check`,
 //! the code the webhook runs) and as a ValidatingAdmissionPolicy with a
 //! Deny binding in the real kube-apiserver, and generated ConfigMaps go
-//! through both (server-side dry run on the API server's side). Allowed or
+//! through both (server-side dry run on the API server's side), as creates
+//! and as updates of stored objects (`oldObject`). Allowed or
 //! denied must agree, and so must the message. Known, documented
 //! differences (docs/validator-policy.md#known-differences-from-the-api-server):
 //! Portcullis reports every failed validation of a policy where the API
@@ -117,6 +118,26 @@ const CASES: &[Case] = &[
         ("!has(object.data) || !('mem' in object.data) || object.data.mem.endsWith('i')", Some("binary units"), None),
         ("object.metadata.name.indexOf('-') != 0", None, None),
     ]),
+];
+
+/// Policies on UPDATE, judged with `oldObject` (the stored object).
+const UPDATE_CASES: &[Case] = &[
+    case(&[(
+        "oldObject == null || !has(oldObject.data) || (has(object.data) && size(object.data) >= size(oldObject.data))",
+        Some("keys may not be removed"),
+        None,
+    )]),
+    case(&[(
+        "oldObject == null || object.metadata.?labels.?team.orValue('') == oldObject.metadata.?labels.?team.orValue('')",
+        None,
+        Some("'the team label may not change from ' + oldObject.metadata.?labels.?team.orValue('none')"),
+    )]),
+    case(&[(
+        "request.operation != 'UPDATE' || !has(oldObject.data) || !('config' in oldObject.data) || \
+         (has(object.data) && 'config' in object.data && object.data.config == oldObject.data.config)",
+        Some("config is immutable"),
+        None,
+    )]),
 ];
 
 /// A sentinel every case carries: the policy is in force in the API server
@@ -271,10 +292,36 @@ enum Verdict {
     Error,
 }
 
-/// The API server's verdict on creating `cm` in `ns` (server-side dry run).
-async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
-    let cm: ConfigMap = serde_json::from_value(cm.clone()).unwrap();
-    match api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await {
+/// The CREATE review `check` would make of `object` (a starting point for
+/// an UPDATE review).
+fn manifest_review(object: &Value) -> Value {
+    let namespace = object["metadata"]["namespace"].clone();
+    let name = object["metadata"]["name"].clone();
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": unique("uid"),
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "namespace": namespace,
+            "name": name,
+            "operation": "CREATE",
+            "userInfo": {"username": "portcullis e2e"},
+            "object": object,
+        }
+    })
+}
+
+fn in_namespace(object: &Value, ns: &str) -> Value {
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = json!(ns);
+    object
+}
+
+/// The API server's verdict on a create or replace (server-side dry run).
+fn verdict<T>(result: Result<T, kube::Error>) -> Verdict {
+    match result {
         Ok(_) => Verdict::Allowed,
         Err(kube::Error::Api(status)) => {
             let (_, message) = status.message.split_once("denied request: ").unwrap_or_else(|| panic!("{status:?}"));
@@ -284,20 +331,18 @@ async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
     }
 }
 
+/// The API server's verdict on creating `cm` in `ns` (server-side dry run).
+async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
+    let cm: ConfigMap = serde_json::from_value(cm.clone()).unwrap();
+    verdict(api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await)
+}
+
 /// Portcullis' verdicts, by object name, from `check` on every object.
-fn portcullis(name: &str, case: &Case, ns: &str, objects: &[Value]) -> BTreeMap<String, Verdict> {
+fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<String, Verdict> {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.json");
     std::fs::write(&policy, portcullis_policy(name, case).to_string()).unwrap();
     let manifests = dir.path().join("objects.json");
-    let items: Vec<Value> = objects
-        .iter()
-        .map(|o| {
-            let mut o = o.clone();
-            o["metadata"]["namespace"] = json!(ns);
-            o
-        })
-        .collect();
     std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
     let out = Command::new(binaries().join("portcullis-validator"))
         .args(["check", "--policy", policy.to_str().unwrap(), "-f", manifests.to_str().unwrap()])
@@ -332,7 +377,7 @@ fn portcullis(name: &str, case: &Case, ns: &str, objects: &[Value]) -> BTreeMap<
 async fn portcullis_and_the_api_server_give_the_same_verdicts() {
     let client = cluster().client().await;
     let mut rng = Rng(0x5eed_cafe_f00d_d00d);
-    let (mut compared, mut denied, mut errors) = (0, 0, 0);
+    let (mut compared, mut denied, mut errors, mut updates) = (0, 0, 0, 0);
     let mut differences = Vec::new();
     for (index, case) in CASES.iter().enumerate() {
         let name = unique(&format!("diff{index}"));
@@ -346,7 +391,8 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
-        let ours = portcullis(&name, case, &name, &objects);
+        let items = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let ours = portcullis(&name, case, &name, items);
         for object in &objects {
             let object_name = object["metadata"]["name"].as_str().unwrap();
             let theirs = api_server(&api, object).await;
@@ -360,6 +406,55 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         }
         ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
     }
+    // UPDATE: the objects exist before the policy, and each is replaced by
+    // another generated object of the same name.
+    for (index, case) in UPDATE_CASES.iter().enumerate() {
+        let name = unique(&format!("update{index}"));
+        namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
+        let mut pairs = Vec::new();
+        for i in 0..10 {
+            let old: ConfigMap = serde_json::from_value(object(&mut rng, i)).unwrap();
+            let stored = api.create(&PostParams::default(), &old).await.unwrap();
+            let mut new = object(&mut rng, i);
+            new["metadata"]["name"] = json!(stored.metadata.name);
+            new["metadata"]["resourceVersion"] = json!(stored.metadata.resource_version);
+            pairs.push((serde_json::to_value(&stored).unwrap(), new));
+        }
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &vap(&name, case).to_string()));
+        let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while api_server(&api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
+            assert!(Instant::now() < deadline, "the API server does not enforce update case {index}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let reviews = pairs
+            .iter()
+            .map(|(old, new)| {
+                let mut review = manifest_review(&in_namespace(new, &name));
+                review["request"]["operation"] = json!("UPDATE");
+                review["request"]["oldObject"] = old.clone();
+                review
+            })
+            .collect();
+        let ours = portcullis(&name, case, &name, reviews);
+        for (_, new) in &pairs {
+            let object_name = new["metadata"]["name"].as_str().unwrap();
+            let replacement: ConfigMap = serde_json::from_value(new.clone()).unwrap();
+            let params = PostParams { dry_run: true, ..Default::default() };
+            let theirs = verdict(api.replace(object_name, &params, &replacement).await);
+            let mine = ours.get(object_name).cloned().unwrap_or_else(|| panic!("check said nothing of {object_name}"));
+            compared += 1;
+            updates += 1;
+            denied += usize::from(theirs != Verdict::Allowed);
+            errors += usize::from(theirs == Verdict::Error);
+            if mine != theirs {
+                differences.push(format!("update case {index} {new}: API server {theirs:?}, Portcullis {mine:?}"));
+            }
+        }
+        ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
+    }
+    println!("{updates} of them UPDATEs");
     println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
     assert!(compared >= 200, "only {compared} cases");
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));

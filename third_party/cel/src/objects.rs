@@ -1090,16 +1090,19 @@ impl Value {
                             };
                             return Ok(Cow::<dyn Val>::Owned(Box::new(
                                 if let Some(opt) = operand.as_ref().downcast_ref::<CelOptional>() {
-                                    opt.map(|operand| {
-                                        operand
-                                            .as_indexer()
-                                            .map(|i| {
-                                                i.get(field)
-                                                    .map(|v| v.clone_as_boxed())
-                                                    .unwrap_or(CelOptional::none().clone_as_boxed())
-                                            })
-                                            .unwrap_or(CelOptional::none().clone_as_boxed())
-                                    })
+                                    // Patch carried by Portcullis: `a.?b.?c`
+                                    // is one optional, not an optional of an
+                                    // optional (upstream wrapped `none`, so
+                                    // `orValue` returned it instead of the
+                                    // default).
+                                    match opt.inner().and_then(|inner| inner.as_indexer()) {
+                                        None => CelOptional::none(),
+                                        Some(indexer) => match indexer.get(field) {
+                                            Ok(value) => CelOptional::of(value.clone_as_boxed()),
+                                            Err(ExecutionError::NoSuchKey(_)) => CelOptional::none(),
+                                            Err(other) => return Err(other),
+                                        },
+                                    }
                                 } else {
                                     // Patch carried by Portcullis: an absent
                                     // field is `optional.none()`, as in cel-go.
