@@ -16,6 +16,7 @@ use std::sync::{Condvar, LazyLock, Mutex};
 use std::time::Instant;
 
 use kube_cel::cel::ExecutionError;
+use prometheus_client::metrics::gauge::Gauge;
 
 /// Kubernetes' `PerCallLimit`: the most one expression may spend.
 pub const DEFAULT_PER_CALL_LIMIT: u64 = 1_000_000;
@@ -34,17 +35,34 @@ pub const COSTLY_UNITS: u64 = 20_000;
 /// The permits of costly evaluations: half the cores, at least one.
 static COSTLY: LazyLock<Permits> = LazyLock::new(|| {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Permits { free: Mutex::new((cores / 2).max(1)), returned: Condvar::new() }
+    Permits::new((cores / 2).max(1))
 });
+
+/// Costly evaluations waiting for a permit, for the metrics.
+pub fn costly_waiting() -> Gauge {
+    COSTLY.waiting.clone()
+}
 
 struct Permits {
     free: Mutex<usize>,
     returned: Condvar,
+    waiting: Gauge,
 }
 
 impl Permits {
+    fn new(permits: usize) -> Self {
+        Self { free: Mutex::new(permits), returned: Condvar::new(), waiting: Gauge::default() }
+    }
+
     /// Takes a permit, waiting up to `deadline`; `false` when none came.
     fn take(&self, deadline: Instant) -> bool {
+        self.waiting.inc();
+        let taken = self.wait_for_one(deadline);
+        self.waiting.dec();
+        taken
+    }
+
+    fn wait_for_one(&self, deadline: Instant) -> bool {
         let Ok(mut free) = self.free.lock() else { return false };
         while *free == 0 {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else { return false };
@@ -232,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_costly_evaluation_waits_for_a_permit_until_its_deadline() {
-        let permits = Permits { free: Mutex::new(1), returned: Condvar::new() };
+        let permits = Permits::new(1);
         assert!(permits.take(far()));
         let soon = Instant::now() + Duration::from_millis(20);
         assert!(!permits.take(soon), "no permit is free");

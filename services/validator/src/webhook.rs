@@ -89,6 +89,11 @@ impl Validator {
             "CEL evaluations stopped by a cost or time limit, by policy and limit (per_call, policy, deadline)",
             self.exceeded.clone(),
         );
+        registry.register(
+            "validator_cel_costly_waiting",
+            "Costly CEL evaluations (past 20,000 units) waiting for their turn on the cores they may use",
+            crate::budget::costly_waiting(),
+        );
     }
 
     /// The wall-clock bound of CEL for a request arriving now.
