@@ -1,7 +1,7 @@
 //! The injector's decision: a pure function from an admission request and
 //! the configuration to a [`Decision`] holding the mutated pod.
 
-use portcullis_admission::{Decision, Operation, Request};
+use portcullis_admission::{Decision, Operation, Request, Verdict};
 use serde_json::Value;
 
 use crate::config::{Config, Defaults};
@@ -81,7 +81,7 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     write_status(&mut mutated, &status);
     let applied = status.templates;
     Outcome {
-        decision: Decision { mutated: Some(mutated), warnings, applied, ..Decision::default() },
+        decision: Decision { verdict: Verdict::Patch(mutated), warnings, applied, ..Decision::default() },
         images_rewritten,
     }
 }
@@ -183,7 +183,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
                 .collect();
         }
     }
-    decision.mutated = Some(mutated);
+    decision.verdict = Verdict::Patch(mutated);
     Outcome { decision, images_rewritten: rewritten }
 }
 

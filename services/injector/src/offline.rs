@@ -2,7 +2,7 @@
 //! same decision code the server runs.
 
 use anyhow::Context as _;
-use portcullis_admission::{decode, encode, manifest};
+use portcullis_admission::{Verdict, decode, encode, manifest};
 use portcullis_server::watch;
 use serde_json::Value;
 
@@ -30,7 +30,10 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&response)?);
             }
             Output::Object => {
-                let object = decision.mutated.or(req.object).unwrap_or(Value::Null);
+                let object = match decision.verdict {
+                    Verdict::Patch(mutated) => mutated,
+                    Verdict::Allow | Verdict::Deny { .. } => req.object.unwrap_or(Value::Null),
+                };
                 if !first {
                     println!("---");
                 }

@@ -58,7 +58,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
             Some(ns) => format!("{} {ns}/{}", req.inner.kind.kind, req.inner.name),
             None => format!("{} {}", req.inner.kind.kind, req.inner.name),
         };
-        let verdict = if decision.denied.is_some() { "DENIED" } else { "allowed" };
+        let verdict = if decision.is_denied() { "DENIED" } else { "allowed" };
         println!("{what}: {verdict}");
         for f in &findings {
             let label = match f.action {
@@ -68,7 +68,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
             };
             println!("  {label}: [{}] {}", f.policy, f.message);
         }
-        all_allowed &= decision.denied.is_none();
+        all_allowed &= !decision.is_denied();
     }
     Ok(all_allowed)
 }

@@ -70,7 +70,7 @@ fn reason_sets_the_status_code() {
         portcullis_admission::decode(&serde_json::to_vec(&create(deployment("Web", 3, &["x:1"]))).unwrap()).unwrap();
     let validator = set();
     let (decision, _) = validator.review(&req, validator.deadline());
-    assert_eq!(decision.denied.map(|(code, _)| code), Some(422));
+    assert!(matches!(decision.verdict, portcullis_admission::Verdict::Deny { code: 422, .. }), "{decision:?}");
 }
 
 #[test]

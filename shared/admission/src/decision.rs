@@ -5,21 +5,38 @@ use serde_json::Value;
 
 use crate::Request;
 
-/// The outcome of a decision function: allow (possibly with a mutated
-/// object and warnings) or deny with a message.
+/// What a decision does with the request: exactly one of three, so that a
+/// denied request can never also carry a patch.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub enum Verdict {
+    /// Admit the request as it is.
+    #[default]
+    Allow,
+    /// Admit the request with its object replaced by this one; the response
+    /// carries the patch from the request's object to it (none when equal).
+    Patch(Value),
+    /// Refuse the request.
+    Deny {
+        /// HTTP-style status code (403 for a policy refusal).
+        code: u16,
+        /// The message kubectl shows the user.
+        message: String,
+    },
+}
+
+/// The outcome of a decision function: its [`Verdict`], and what goes with
+/// any verdict (warnings, audit annotations, what applied).
 ///
 /// Decision functions build this from plain data; [`Decision::respond`]
 /// turns it into the `AdmissionResponse` so that no decision code touches
 /// the wire format.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Decision {
-    /// The object as it should be stored, when the decision mutated it.
-    pub mutated: Option<Value>,
+    /// Allow, patch or deny.
+    pub verdict: Verdict,
     /// Messages for the user, returned as `AdmissionResponse.warnings`
     /// (kubectl prints them as `Warning: ...`).
     pub warnings: Vec<String>,
-    /// `Some((code, message))` denies the request.
-    pub denied: Option<(u16, String)>,
     /// Names of the templates, rules or policies that applied, for the
     /// trace and the logs.
     pub applied: Vec<String>,
@@ -38,26 +55,31 @@ impl Decision {
     /// Denies the request with HTTP-style `code` (403 for a policy refusal)
     /// and a message kubectl shows the user.
     pub fn deny(code: u16, message: impl Into<String>) -> Self {
-        Self { denied: Some((code, message.into())), ..Self::default() }
+        Self { verdict: Verdict::Deny { code, message: message.into() }, ..Self::default() }
+    }
+
+    /// Whether the request is refused.
+    pub fn is_denied(&self) -> bool {
+        matches!(self.verdict, Verdict::Deny { .. })
     }
 
     /// Builds the response for `req`, computing the patch from the request's
-    /// object to [`Decision::mutated`]. Returns the response and the number
-    /// of patch operations.
+    /// object to a [`Verdict::Patch`] object. Returns the response and the
+    /// number of patch operations.
     pub fn respond(self, req: &Request) -> (AdmissionResponse, usize) {
         let mut response = AdmissionResponse::from(&req.inner);
         if !self.warnings.is_empty() {
             response.warnings = Some(self.warnings);
         }
         response.audit_annotations.extend(self.audit_annotations);
-        if let Some((code, message)) = self.denied {
-            let mut response = response.deny(message);
-            response.result.code = code;
-            return (response, 0);
-        }
-        let patch = match (&req.object, &self.mutated) {
-            (Some(original), Some(mutated)) => patch_between(original, mutated),
-            _ => None,
+        let patch = match (self.verdict, &req.object) {
+            (Verdict::Deny { code, message }, _) => {
+                let mut response = response.deny(message);
+                response.result.code = code;
+                return (response, 0);
+            }
+            (Verdict::Patch(mutated), Some(original)) => patch_between(original, &mutated),
+            (Verdict::Patch(_) | Verdict::Allow, _) => None,
         };
         let Some(patch) = patch else {
             return (response, 0);

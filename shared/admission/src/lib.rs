@@ -19,7 +19,7 @@ pub mod manifest;
 mod review;
 pub mod selector;
 
-pub use decision::{Decision, patch_between};
+pub use decision::{Decision, Verdict, patch_between};
 pub use review::{DecodeError, Request, decode, encode};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that
