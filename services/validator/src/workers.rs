@@ -5,10 +5,9 @@
 //! worker is never held beyond its request and the pool never grows.
 //! Cheap and costly requests share the workers by the operating system's
 //! preemptive scheduling: with more workers than cores, a costly
-//! evaluation cannot keep a cheap one waiting for its turn. The workers run
-//! at a lower priority ([`NICE`]) than the async runtime, so that however
-//! many evaluations run, the runtime still accepts connections, reads
-//! requests and answers `/readyz` at once.
+//! evaluation cannot keep a cheap one waiting for its turn, and costly ones
+//! take turns for half the cores ([`crate::budget`]), so the runtime still
+//! accepts connections, reads requests and answers `/readyz` at once.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -20,9 +19,6 @@ type Job = Box<dyn FnOnce() + Send>;
 /// The default number of workers: evaluations that may run at once before
 /// requests queue.
 pub const DEFAULT_THREADS: usize = 64;
-
-/// The workers' nice value (Linux, per thread): below the runtime's 0.
-pub const NICE: i32 = 10;
 
 /// A fixed pool of evaluation threads.
 #[derive(Debug)]
@@ -72,12 +68,6 @@ impl Workers {
 
 /// A worker: takes jobs until the pool is dropped.
 fn work(queue: &Mutex<Receiver<Job>>) {
-    // `None` is the calling thread on Linux. Lowering one's own priority
-    // needs no privilege; if it fails anyway, the worker runs at the
-    // runtime's priority, which is correct, only less responsive.
-    if let Err(err) = rustix::process::setpriority_process(None, NICE) {
-        tracing::warn!(error = %err, "cannot lower an evaluation thread's priority");
-    }
     loop {
         let job = match queue.lock() {
             Ok(queue) => queue.recv(),

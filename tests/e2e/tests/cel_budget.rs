@@ -169,8 +169,13 @@ async fn a_costly_policy_is_stopped_at_its_budget_and_ordinary_requests_are_not_
     }
     assert_eq!(denied, 50);
     println!("ordinary requests during the flood: slowest {slowest:?}; /readyz slowest {health:?}");
-    assert!(slowest < Duration::from_millis(50), "an ordinary request took {slowest:?} during the flood");
-    assert!(health < Duration::from_millis(50), "/readyz took {health:?} during the flood");
+    // The bound is for a debug build on a 2-core machine shared with the
+    // control plane this test starts (still busy bootstrapping): measured
+    // 3 to 31 ms there, and far below the webhook's own deadline
+    // (--cel-timeout, 250 ms); without the permits it was 2.5 s.
+    let bound = Duration::from_millis(200);
+    assert!(slowest < bound, "an ordinary request took {slowest:?} during the flood");
+    assert!(health < bound, "/readyz took {health:?} during the flood");
 
     // Nothing outlives its request: the thread count never moved, and the
     // process is idle once the last answer is in.
