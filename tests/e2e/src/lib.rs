@@ -203,6 +203,25 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The CREATE AdmissionReview the API server would send for ConfigMap
+/// `object` (namespace and name from its metadata, a fresh uid).
+pub fn config_map_review(object: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": unique("uid"),
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "namespace": object["metadata"]["namespace"].clone(),
+            "name": object["metadata"]["name"].clone(),
+            "operation": "CREATE",
+            "userInfo": {"username": "portcullis e2e"},
+            "object": object,
+        }
+    })
+}
+
 /// Polls `f` until it returns `Some`, up to `timeout`.
 pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use portcullis_e2e::webhook::namespace;
-use portcullis_e2e::{binaries, cluster, ok, unique};
+use portcullis_e2e::{binaries, cluster, config_map_review, ok, unique};
 use serde_json::{Value, json};
 
 /// One policy: `(validations, matchConditions, variables)`; a validation is
@@ -292,27 +292,6 @@ enum Verdict {
     Error,
 }
 
-/// The CREATE review `check` would make of `object` (a starting point for
-/// an UPDATE review).
-fn manifest_review(object: &Value) -> Value {
-    let namespace = object["metadata"]["namespace"].clone();
-    let name = object["metadata"]["name"].clone();
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": unique("uid"),
-            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-            "namespace": namespace,
-            "name": name,
-            "operation": "CREATE",
-            "userInfo": {"username": "portcullis e2e"},
-            "object": object,
-        }
-    })
-}
-
 fn in_namespace(object: &Value, ns: &str) -> Value {
     let mut object = object.clone();
     object["metadata"]["namespace"] = json!(ns);
@@ -335,6 +314,17 @@ fn verdict<T>(result: Result<T, kube::Error>) -> Verdict {
 async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
     let cm: ConfigMap = serde_json::from_value(cm.clone()).unwrap();
     verdict(api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await)
+}
+
+/// Waits until the API server enforces the policy bound for `api`'s
+/// namespace: it denies the sentinel.
+async fn enforced(api: &Api<ConfigMap>, what: &str) {
+    let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api_server(api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
+        assert!(Instant::now() < deadline, "the API server does not enforce {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Portcullis' verdicts, by object name, from `check` on every object.
@@ -384,12 +374,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
         ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &vap(&name, case).to_string()));
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
-        let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while api_server(&api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
-            assert!(Instant::now() < deadline, "the API server does not enforce case {index}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        enforced(&api, &format!("case {index}")).await;
         let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
         let items = objects.iter().map(|o| in_namespace(o, &name)).collect();
         let ours = portcullis(&name, case, &name, items);
@@ -422,16 +407,11 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
             pairs.push((serde_json::to_value(&stored).unwrap(), new));
         }
         ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &vap(&name, case).to_string()));
-        let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while api_server(&api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
-            assert!(Instant::now() < deadline, "the API server does not enforce update case {index}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        enforced(&api, &format!("update case {index}")).await;
         let reviews = pairs
             .iter()
             .map(|(old, new)| {
-                let mut review = manifest_review(&in_namespace(new, &name));
+                let mut review = config_map_review(in_namespace(new, &name));
                 review["request"]["operation"] = json!("UPDATE");
                 review["request"]["oldObject"] = old.clone();
                 review
