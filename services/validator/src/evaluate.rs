@@ -99,15 +99,13 @@ pub fn evaluate(
             let policy = &set.policies[index];
             match policy.cel.evaluate(&bindings, settings.cel_limits, deadline) {
                 Outcome::NotMatched => continue,
-                Outcome::Passed(annotations) => {
-                    audit_annotations.extend(annotations.into_iter().map(|(k, v)| (format!("{}.{k}", policy.name), v)));
-                }
+                Outcome::Passed(annotations) => annotate(&mut audit_annotations, policy, annotations),
                 Outcome::Violations(v, annotations) => {
                     let what = subject.map(|o| describe(req, o)).unwrap_or_default();
                     for (message, reason) in v {
                         findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
                     }
-                    audit_annotations.extend(annotations.into_iter().map(|(k, v)| (format!("{}.{k}", policy.name), v)));
+                    annotate(&mut audit_annotations, policy, annotations);
                 }
                 Outcome::Error(reason) => fail(policy, reason, &mut findings),
                 Outcome::Exceeded { limit, message } => {
@@ -139,6 +137,11 @@ pub fn decide(findings: &[Finding], applied: Vec<String>) -> Decision {
     decision.warnings = warnings;
     decision.applied = applied;
     decision
+}
+
+/// Adds `policy`'s audit annotations under `<policy>.<key>`.
+fn annotate(all: &mut Vec<(String, String)>, policy: &Policy, annotations: Vec<(String, String)>) {
+    all.extend(annotations.into_iter().map(|(key, value)| (format!("{}.{key}", policy.name), value)));
 }
 
 fn finding(policy: &Policy, message: String, code: u16) -> Finding {

@@ -24,7 +24,6 @@ pub const DEFAULT_THREADS: usize = 64;
 #[derive(Debug)]
 pub struct Workers {
     jobs: Mutex<Sender<Job>>,
-    threads: usize,
 }
 
 /// The pool could not run a job.
@@ -45,12 +44,7 @@ impl Workers {
             let queue = queue.clone();
             std::thread::Builder::new().name(format!("evaluate-{i}")).spawn(move || work(&queue))?;
         }
-        Ok(Self { jobs: Mutex::new(jobs), threads })
-    }
-
-    /// The number of workers.
-    pub fn threads(&self) -> usize {
-        self.threads
+        Ok(Self { jobs: Mutex::new(jobs) })
     }
 
     /// Runs `job` on a worker; the caller awaits its result without

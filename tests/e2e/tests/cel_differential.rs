@@ -316,6 +316,29 @@ async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
     verdict(api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await)
 }
 
+/// The comparisons made so far.
+#[derive(Default)]
+struct Tally {
+    compared: usize,
+    denied: usize,
+    errors: usize,
+    differences: Vec<String>,
+}
+
+impl Tally {
+    /// Compares the API server's verdict on `what` with Portcullis' (`check`
+    /// must have said something of every object).
+    fn record(&mut self, what: String, theirs: Verdict, mine: Option<&Verdict>) {
+        let mine = mine.unwrap_or_else(|| panic!("check said nothing of {what}"));
+        self.compared += 1;
+        self.denied += usize::from(theirs != Verdict::Allowed);
+        self.errors += usize::from(theirs == Verdict::Error);
+        if *mine != theirs {
+            self.differences.push(format!("{what}: API server {theirs:?}, Portcullis {mine:?}"));
+        }
+    }
+}
+
 /// Waits until the API server enforces the policy bound for `api`'s
 /// namespace: it denies the sentinel.
 async fn enforced(api: &Api<ConfigMap>, what: &str) {
@@ -367,8 +390,7 @@ fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<
 async fn portcullis_and_the_api_server_give_the_same_verdicts() {
     let client = cluster().client().await;
     let mut rng = Rng(0x5eed_cafe_f00d_d00d);
-    let (mut compared, mut denied, mut errors, mut updates) = (0, 0, 0, 0);
-    let mut differences = Vec::new();
+    let (mut tally, mut updates) = (Tally::default(), 0);
     for (index, case) in CASES.iter().enumerate() {
         let name = unique(&format!("diff{index}"));
         namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
@@ -381,13 +403,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         for object in &objects {
             let object_name = object["metadata"]["name"].as_str().unwrap();
             let theirs = api_server(&api, object).await;
-            let mine = ours.get(object_name).cloned().unwrap_or_else(|| panic!("check said nothing of {object_name}"));
-            compared += 1;
-            denied += usize::from(theirs != Verdict::Allowed);
-            errors += usize::from(theirs == Verdict::Error);
-            if mine != theirs {
-                differences.push(format!("case {index} {object}: API server {theirs:?}, Portcullis {mine:?}"));
-            }
+            tally.record(format!("case {index} {object}"), theirs, ours.get(object_name));
         }
         ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
     }
@@ -423,18 +439,13 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
             let replacement: ConfigMap = serde_json::from_value(new.clone()).unwrap();
             let params = PostParams { dry_run: true, ..Default::default() };
             let theirs = verdict(api.replace(object_name, &params, &replacement).await);
-            let mine = ours.get(object_name).cloned().unwrap_or_else(|| panic!("check said nothing of {object_name}"));
-            compared += 1;
+            tally.record(format!("update case {index} {new}"), theirs, ours.get(object_name));
             updates += 1;
-            denied += usize::from(theirs != Verdict::Allowed);
-            errors += usize::from(theirs == Verdict::Error);
-            if mine != theirs {
-                differences.push(format!("update case {index} {new}: API server {theirs:?}, Portcullis {mine:?}"));
-            }
         }
         ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
     }
     println!("{updates} of them UPDATEs");
+    let Tally { compared, denied, errors, differences } = tally;
     println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
     assert!(compared >= 200, "only {compared} cases");
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
