@@ -170,7 +170,8 @@ impl CertificatesService {
     }
 }
 
-fn bearer(metadata: &MetadataMap) -> Result<String, Status> {
+/// The bearer token of a call's `authorization` metadata, or why there is none.
+pub fn bearer(metadata: &MetadataMap) -> Result<String, Status> {
     let header = metadata
         .get("authorization")
         .ok_or_else(|| Status::unauthenticated("no bearer token: send `authorization: Bearer <token>`"))?;

@@ -29,10 +29,8 @@ pub fn remove(spec: &mut Value, previous: &Status) {
 /// warning: the pod's own definition always wins.
 pub fn apply(spec: &mut Value, template: &Template, status: &mut Status, warnings: &mut Vec<String>) {
     let t = template.name.as_str();
-    let mut taken: BTreeSet<String> = ["containers", "initContainers", "ephemeralContainers"]
-        .into_iter()
-        .flat_map(|list| pod::names(spec, list))
-        .collect();
+    let mut taken: BTreeSet<String> =
+        pod::CONTAINER_LISTS.into_iter().flat_map(|list| pod::names(spec, list)).collect();
     for container in &template.init_containers {
         let name = object_name(container);
         if !taken.insert(name.to_owned()) {

@@ -53,10 +53,11 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     if leave_alone(original) {
         return Outcome::default();
     }
-    if !original.get("spec").is_some_and(Value::is_object) {
-        let mut decision = Decision::allow();
-        decision.warnings.push("portcullis: the pod has no spec; nothing injected".into());
-        return Outcome { decision, images_rewritten: 0 };
+    let Some(spec) = original.get("spec").filter(|s| s.is_object()) else {
+        return unchanged("the pod has no spec".into());
+    };
+    if let Some(problem) = pod::unnamed_or_duplicate(spec) {
+        return unchanged(problem);
     }
     let mut warnings = Vec::new();
     let previous = match pod::annotation(original, STATUS_ANNOTATION).map(serde_json::from_str::<Status>) {
@@ -76,7 +77,7 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     for template in templates.into_iter().filter(|t| !(t.skip_host_network && host_network)) {
         inject::apply(spec, template, &mut status, &mut warnings);
     }
-    let images_rewritten = rewrite_images(spec, &IMAGE_LISTS, config, &previous, &mut status);
+    let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, &previous, &mut status);
     apply_defaults(&mut mutated, &config.defaults);
     write_status(&mut mutated, &status);
     let applied = status.templates;
@@ -84,6 +85,13 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
         decision: Decision { verdict: Verdict::Patch(mutated), warnings, applied, ..Decision::default() },
         images_rewritten,
     }
+}
+
+/// Allows a pod the injector cannot work on unchanged, saying why.
+fn unchanged(why: String) -> Outcome {
+    let mut decision = Decision::allow();
+    decision.warnings.push(format!("portcullis: {why}; the pod is left unchanged"));
+    Outcome { decision, images_rewritten: 0 }
 }
 
 /// Mirror pods and pods that opted out are never changed.
@@ -111,8 +119,6 @@ fn selected_templates<'c>(
         })
         .collect()
 }
-
-const IMAGE_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
 
 /// Rewrites every container's image by the first matching rule. An image
 /// that an earlier pass rewrote (per `previous`) is kept, and so is its
@@ -160,6 +166,9 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
     let previous = pod::annotation(pod, STATUS_ANNOTATION)
         .and_then(|s| serde_json::from_str::<Status>(s).ok())
         .unwrap_or_default();
+    if let Some(problem) = pod.get("spec").and_then(pod::unnamed_or_duplicate) {
+        return unchanged(problem);
+    }
     let mut mutated = pod.clone();
     let Some(spec) = mutated.get_mut("spec") else {
         return Outcome::default();
@@ -191,7 +200,7 @@ fn apply_defaults(pod: &mut Value, defaults: &Defaults) {
     if let Some(policy) = defaults.image_pull_policy
         && let Some(spec) = pod.get_mut("spec")
     {
-        for list in IMAGE_LISTS {
+        for list in pod::CONTAINER_LISTS {
             for container in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                 container["imagePullPolicy"] = Value::String(policy.as_str().to_owned());
             }

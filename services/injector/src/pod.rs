@@ -4,9 +4,34 @@
 //! not know (newer API versions) pass through untouched and the diff holds
 //! only what it changed.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value};
 
 use crate::config::object_name;
+
+/// The pod spec's lists of containers, whose names are unique together.
+pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+/// Why the spec's containers cannot be told apart by name, if they cannot:
+/// a container without a name, or a name used twice. The API server
+/// refuses such a pod after admission; the injector must not edit it
+/// first, as everything it records is by container name.
+pub fn unnamed_or_duplicate(spec: &Value) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    for list in CONTAINER_LISTS {
+        for item in items(spec, list) {
+            let name = object_name(item);
+            if name.is_empty() {
+                return Some(format!("an item of spec.{list} has no name"));
+            }
+            if !seen.insert(name) {
+                return Some(format!("the container name {name:?} is used twice"));
+            }
+        }
+    }
+    None
+}
 
 /// The items of the array at `key`, or none.
 pub fn items<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + use<'a> {

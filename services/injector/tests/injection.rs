@@ -183,3 +183,19 @@ fn an_update_that_sets_an_image_back_keeps_it_on_the_mirror() {
     let unchanged = admit(&injector, &again(&update, &stored));
     assert_eq!(unchanged.patch(), None);
 }
+
+/// Found by fuzzing (`fuzz/fuzz_targets/inject.rs`): two containers without
+/// a name got the sidecar's mount recorded twice under the name `""`, so a
+/// second pass rewrote the status annotation. Containers that cannot be told
+/// apart by name are left alone (the API server refuses the pod anyway).
+#[rstest]
+#[case::unnamed(json!([{"image": "nginx"}, {"image": "redis"}]), "an item of spec.containers has no name")]
+#[case::duplicate(json!([{"name": "web", "image": "nginx"}, {"name": "web"}]), "the container name \"web\" is used twice")]
+fn containers_without_unique_names_are_left_alone(#[case] containers: Value, #[case] why: &str) {
+    let injector = injector();
+    let mut review = review("pod-v1.json");
+    review["request"]["object"]["spec"]["containers"] = containers;
+    let pod = admit(&injector, &review);
+    assert_eq!(pod.patch(), None);
+    assert_eq!(pod.warnings(), [format!("portcullis: {why}; the pod is left unchanged")]);
+}

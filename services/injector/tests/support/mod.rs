@@ -3,7 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-pub mod rfc6902;
+pub use portcullis_test_support::rfc6902;
 
 use std::path::{Path, PathBuf};
 

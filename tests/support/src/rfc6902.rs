@@ -1,4 +1,4 @@
-//! A small RFC 6902 applier written for the tests, independent of the
+//! An RFC 6902 applier written for the tests, independent of the
 //! `json-patch` crate that produces the patches, so that a bug in one is
 //! not hidden by the same bug in the other.
 
@@ -91,6 +91,7 @@ pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
             Some("remove") => {
                 remove(doc, path)?;
             }
+            Some("replace") if path.is_empty() => *doc = op["value"].clone(),
             Some("replace") => {
                 remove(doc, path)?;
                 add(doc, path, op["value"].clone())?;
