@@ -19,8 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let (Ok(config), Ok(pod)) = (u.choose(&examples::INJECTORS), pod::pod(&mut u)) else { return };
     let envelope = Envelope::pod_create();
     let Ok(req) = decode(&envelope.body(Some(&pod), None)) else { return };
-    // The pod as the injector read it (a float may not survive a JSON round
-    // trip to the last bit; the patch is relative to what was read).
+    // The pod as the injector read it: what the patch is relative to.
     let Some(original) = req.object.clone() else { return };
     let decision = mutate(&req, config).decision;
     let mutated = match &decision.verdict {

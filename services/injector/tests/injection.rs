@@ -199,3 +199,24 @@ fn containers_without_unique_names_are_left_alone(#[case] containers: Value, #[c
     assert_eq!(pod.patch(), None);
     assert_eq!(pod.warnings(), [format!("portcullis: {why}; the pod is left unchanged")]);
 }
+
+/// Found by fuzzing: a number in a container that the patch moves (the pod's
+/// own init containers shift behind an injected native sidecar) was read
+/// one unit in the last place off and written back so. Numbers are read
+/// exactly (serde_json's `float_roundtrip`), so the patch carries the value
+/// the API server sent.
+#[test]
+fn numbers_in_moved_containers_survive_to_the_last_bit() {
+    let injector = injector();
+    let mut review = review("pod-v1.json");
+    let text = serde_json::to_string(&review).unwrap().replacen(
+        r#""name":"migrate""#,
+        r#""name":"migrate","x-weight":-7.3934276970545275e-59"#,
+        1,
+    );
+    review = serde_json::from_str(&text).unwrap();
+    let pod = admit(&injector, &review);
+    let moved = &pod.object["spec"]["initContainers"][1];
+    assert_eq!(moved["name"], "migrate");
+    assert_eq!(moved["x-weight"].as_f64(), Some(-7.3934276970545275e-59));
+}
