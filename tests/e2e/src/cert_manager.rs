@@ -126,12 +126,7 @@ impl CertManager {
 
     /// A counter or gauge from its /metrics (0 when absent).
     pub fn metric(&self, name: &str) -> f64 {
-        let out = Command::new("curl").args(["-fsS", &format!("http://{}/metrics", self.admin)]).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_default()
+        crate::metric(self.admin, name)
     }
 }
 

@@ -234,6 +234,17 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() ->
     }
 }
 
+/// A counter or gauge (`name` with its labels, as exposed) from the
+/// `/metrics` of the admin port at `admin`; 0 when absent.
+pub fn metric(admin: SocketAddr, name: &str) -> f64 {
+    let out = Command::new("curl").args(["-fsS", &format!("http://{admin}/metrics")]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_default()
+}
+
 /// The text a base64 field holds (a Secret's data, a caBundle).
 pub fn decode_base64(text: &str) -> String {
     use base64::Engine as _;

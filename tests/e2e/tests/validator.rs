@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, err, eventually, ok, repo, unique};
+use portcullis_e2e::{cluster, err, eventually, metric, ok, repo, unique};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -85,7 +85,11 @@ async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
 
     // A broken policy file is refused; the last good set stays in force.
     std::fs::write(policies.path().join("tight.yaml"), "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: tight}\nspec: {rules: {replicas: {max: [}}}\n").unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let refused = r#"portcullis_config_reloads_total{result="failure"}"#;
+    eventually("the broken policy file refused", Duration::from_secs(30), || {
+        (metric(validator.admin, refused) >= 1.0).then_some(())
+    })
+    .await;
     let message = err(cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=4"]));
     assert!(message.contains("[tight]"), "{message}");
     registration.delete(&client).await;
