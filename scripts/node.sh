@@ -54,18 +54,44 @@ install_packages() {
 $lacking"
 }
 
-network() {
-  install_packages
-  # A node that is being taken down (a test binary's watchdog) frees it soon.
-  local deadline=$((SECONDS + 60))
+owner() { # the DIR of the node that made the bridge (kept as the bridge's alias)
+  cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true
+}
+
+alive() { # DIR: does any process that DIR started still run?
+  local f
+  for f in "$1"/pids/*; do
+    [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+free_bridge() {
+  # A node that is being taken down (a test binary's watchdog) frees it soon;
+  # one whose processes are all gone (a killed run, a reboot of the sandbox)
+  # left its network behind, and that is removed here.
+  local deadline=$((SECONDS + 60)) holder
   while ip link show "$BRIDGE" >/dev/null 2>&1; do
+    holder=$(owner)
+    if [ -z "$holder" ] || ! alive "$holder"; then
+      log "bridge $BRIDGE was left by a node that no longer runs (${holder:-unknown DIR}): removing it"
+      if [ -n "$holder" ]; then (dir=$holder; down); fi
+      network_down
+      continue
+    fi
     [ $SECONDS -lt $deadline ] ||
-      die "bridge $BRIDGE exists: another local node is running (scripts/dev down, or control-plane.sh down of its DIR)"
+      die "bridge $BRIDGE belongs to a running node in $holder (scripts/dev down, or control-plane.sh down $holder)"
     sleep 0.5
   done
+}
+
+network() {
+  install_packages
+  free_bridge
   mkdir -p "$dir/node"
   log "network: bridge $BRIDGE $NODE_IP ($POD_CIDR), Service IPs $SERVICE_CIDR unreachable off the node"
   ip link add "$BRIDGE" type bridge
+  ip link set "$BRIDGE" alias "$dir"
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   ip route add unreachable "$SERVICE_CIDR"
@@ -314,20 +340,22 @@ down() {
   awk -v d="$n/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
-  if [ -f "$n/network" ]; then
-    nft delete table inet "$NFT_TABLE" 2>/dev/null || true
-    nft delete table ip kube-proxy 2>/dev/null || true
-    nft delete table ip6 kube-proxy 2>/dev/null || true
-    iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment portcullis-node 2>/dev/null || true
-    ip route del unreachable "$SERVICE_CIDR" 2>/dev/null || true
-    local veth
-    for veth in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
-      ip link del "$veth" 2>/dev/null || true
-    done
-    ip link del "$BRIDGE" 2>/dev/null || true
-  fi
+  if [ -f "$n/network" ]; then network_down; fi
   rm -rf "$n"
   log "down"
+}
+
+network_down() { # every rule, route and link network() made; each may be gone already
+  nft delete table inet "$NFT_TABLE" 2>/dev/null || true
+  nft delete table ip kube-proxy 2>/dev/null || true
+  nft delete table ip6 kube-proxy 2>/dev/null || true
+  while iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment portcullis-node 2>/dev/null; do :; done
+  ip route del unreachable "$SERVICE_CIDR" 2>/dev/null || true
+  local veth
+  for veth in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    ip link del "$veth" 2>/dev/null || true
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
 }
 
 cmd=${1:-}; dir=${2:-}
