@@ -1,0 +1,137 @@
+//! Closed-loop load: `concurrency` workers, each sending its next request as
+//! soon as the previous one is answered, for a fixed time; every latency is
+//! kept. The same loop drives a webhook over HTTPS (the `load` command, a
+//! process of its own pinned to its own core) and pod creates through the
+//! API server.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// `portcullis-bench load`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The webhook URL.
+    #[arg(long)]
+    url: String,
+    /// The CA (PEM) that signed the webhook's certificate.
+    #[arg(long)]
+    ca: PathBuf,
+    /// The AdmissionReview to send.
+    #[arg(long)]
+    body: PathBuf,
+    /// How long to send, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Keep-alive connections, each with one request in flight.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+}
+
+/// What one measurement gave.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// Requests answered as expected.
+    pub requests: u64,
+    /// Requests that failed or were answered wrongly.
+    pub failures: u64,
+    /// Answered requests per second.
+    pub rate: f64,
+    /// Median latency, µs.
+    pub p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_us: f64,
+}
+
+/// Runs `request` in `concurrency` closed loops for `duration` (after each
+/// worker's untimed first request, which opens its connection) and
+/// summarises. A request answers whether it got the expected answer.
+pub async fn measure<F, Fut>(concurrency: usize, duration: Duration, request: F) -> Summary
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let request = Arc::new(request);
+    let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
+    let workers: Vec<_> = (0..concurrency)
+        .map(|worker| {
+            let (request, barrier) = (request.clone(), barrier.clone());
+            tokio::spawn(async move {
+                request(worker).await;
+                barrier.wait().await;
+                let end = Instant::now() + duration;
+                let (mut latencies, mut failures) = (Vec::new(), 0u64);
+                while Instant::now() < end {
+                    let started = Instant::now();
+                    if request(worker).await {
+                        latencies.push(started.elapsed().as_micros() as u32);
+                    } else {
+                        failures += 1;
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let (mut latencies, mut failures) = (Vec::new(), 0);
+    for worker in workers {
+        if let Ok((l, f)) = worker.await {
+            latencies.extend(l);
+            failures += f;
+        }
+    }
+    summarise(latencies, failures, duration)
+}
+
+fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summary {
+    latencies.sort_unstable();
+    let quantile = |q: f64| {
+        let at = ((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1);
+        latencies.get(at).map(|&us| f64::from(us)).unwrap_or_default()
+    };
+    Summary {
+        requests: latencies.len() as u64,
+        failures,
+        rate: latencies.len() as f64 / duration.as_secs_f64(),
+        p50_us: quantile(0.50),
+        p99_us: quantile(0.99),
+    }
+}
+
+/// `portcullis-bench load`: prints the [`Summary`] as one JSON line.
+pub async fn main(args: Args) -> anyhow::Result<()> {
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&args.ca)?)?;
+    let body = axum::body::Bytes::from(std::fs::read(&args.body)?);
+    let clients = (0..args.concurrency)
+        .map(|_| {
+            reqwest::Client::builder()
+                .tls_built_in_root_certs(false)
+                .add_root_certificate(ca.clone())
+                .pool_max_idle_per_host(1)
+                .timeout(Duration::from_secs(10))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let url = args.url;
+    let summary = measure(args.concurrency, Duration::from_secs_f64(args.seconds), move |worker| {
+        let request = clients[worker].post(&url).header("content-type", "application/json").body(body.clone());
+        async move {
+            match request.send().await {
+                Ok(response) if response.status().is_success() => {
+                    response.bytes().await.is_ok_and(|b| contains(&b, b"\"allowed\":true"))
+                }
+                _ => false,
+            }
+        }
+    })
+    .await;
+    println!("{}", serde_json::to_string(&summary)?);
+    Ok(())
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}

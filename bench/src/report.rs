@@ -1,0 +1,357 @@
+//! The report: tables on stdout, `bench.json` for machines, `bench.svg`
+//! for docs/BENCHMARKS.md. Every figure is the median over the rounds with
+//! the range beside it; every comparison is a ratio of figures measured in
+//! the same run.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::load::Summary;
+use crate::run::Args;
+
+/// Where a set of rows was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// HTTPS load on the webhook alone.
+    Webhook,
+    /// Pod creates with `dryRun=All` through the API server.
+    DryRun,
+    /// Pod creates stored in etcd through the API server.
+    Create,
+}
+
+impl Level {
+    /// A heading for it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Webhook => "webhook level (server on one core, load on the other)",
+            Self::DryRun => "through the API server, dry-run pod creates",
+            Self::Create => "through the API server, pod creates",
+        }
+    }
+}
+
+/// One contender's measurements, a summary per round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The contender.
+    pub name: &'static str,
+    /// Each round's summary, in order.
+    pub rounds: Vec<Summary>,
+    /// The size of its answer to the benchmark review (webhook level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<usize>,
+}
+
+/// Median and range.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Spread {
+    /// The median.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Self {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = match n {
+            0 => 0.0,
+            _ if n % 2 == 1 => values[n / 2],
+            _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+        };
+        Self {
+            median,
+            min: values.first().copied().unwrap_or_default(),
+            max: values.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let digits = if self.median.abs() < 10.0 { 2 } else { 0 };
+        write!(f, "{:.digits$} [{:.digits$}, {:.digits$}]", self.median, self.min, self.max)
+    }
+}
+
+impl Row {
+    /// An empty row for `name`.
+    pub fn new(name: &'static str) -> Self {
+        Self { name, rounds: Vec::new(), response_bytes: None }
+    }
+
+    fn spread(&self, f: impl Fn(&Summary) -> f64) -> Spread {
+        Spread::of(self.rounds.iter().map(f).collect())
+    }
+
+    fn rate(&self) -> Spread {
+        self.spread(|s| s.rate)
+    }
+
+    fn failures(&self) -> u64 {
+        self.rounds.iter().map(|s| s.failures).sum()
+    }
+
+    /// Per round, `f(self, other)`, then median and range: ratios of
+    /// figures from the same round.
+    fn paired(&self, other: &Row, f: impl Fn(&Summary, &Summary) -> f64) -> Spread {
+        Spread::of(self.rounds.iter().zip(&other.rounds).map(|(a, b)| f(a, b)).collect())
+    }
+
+    /// The time each create costs more than in `baseline`, µs
+    /// (1/rate − 1/baseline rate, per round).
+    fn added_cost(&self, baseline: &Row) -> Spread {
+        self.paired(baseline, |s, b| 1e6 / s.rate.max(f64::MIN_POSITIVE) - 1e6 / b.rate.max(f64::MIN_POSITIVE))
+    }
+}
+
+/// What was measured, and how.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    machine: Machine,
+    settings: Settings,
+    webhook: Vec<Row>,
+    dry_run: Vec<Row>,
+    create: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+struct Machine {
+    cpus: usize,
+    cpu_model: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Settings {
+    smoke: bool,
+    rounds: usize,
+    webhook_seconds: f64,
+    webhook_concurrency: usize,
+    api_seconds: f64,
+    api_concurrency: usize,
+    containers: usize,
+}
+
+impl Report {
+    /// An empty report of a run with `args`.
+    pub fn new(args: &Args) -> Self {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| {
+                text.lines().find_map(|l| Some(l.strip_prefix("model name")?.split(':').nth(1)?.trim().to_owned()))
+            })
+            .unwrap_or_default();
+        Self {
+            machine: Machine { cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), cpu_model },
+            settings: Settings {
+                smoke: args.smoke,
+                rounds: args.rounds,
+                webhook_seconds: args.webhook_seconds,
+                webhook_concurrency: args.webhook_concurrency,
+                api_seconds: args.api_seconds,
+                api_concurrency: args.api_concurrency,
+                containers: args.containers,
+            },
+            webhook: Vec::new(),
+            dry_run: Vec::new(),
+            create: Vec::new(),
+        }
+    }
+
+    /// Adds the rows measured at `level`.
+    pub fn add(&mut self, level: Level, rows: Vec<Row>) {
+        match level {
+            Level::Webhook => self.webhook = rows,
+            Level::DryRun => self.dry_run = rows,
+            Level::Create => self.create = rows,
+        }
+    }
+
+    fn row<'a>(rows: &'a [Row], name: &str) -> Option<&'a Row> {
+        rows.iter().find(|r| r.name == name)
+    }
+
+    /// The webhook-level table.
+    pub fn print_webhook(&self) {
+        println!("\n{} ({} rounds)\n", Level::Webhook.title(), self.settings.rounds);
+        println!(
+            "{:<36} {:>26} {:>22} {:>22} {:>9} {:>15}",
+            "server", "requests/s", "p50 µs", "p99 µs", "failures", "answer bytes"
+        );
+        for row in &self.webhook {
+            let (p50, p99) = (row.spread(|s| s.p50_us), row.spread(|s| s.p99_us));
+            println!(
+                "{:<36} {:>26} {:>22} {:>22} {:>9} {:>15}",
+                row.name,
+                row.rate().to_string(),
+                p50.to_string(),
+                p99.to_string(),
+                row.failures(),
+                row.response_bytes.unwrap_or_default()
+            );
+        }
+    }
+
+    /// The API-server tables, with the added cost per create.
+    pub fn print_apiserver(&self) {
+        for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
+            println!("\n{} ({} rounds)\n", level.title(), self.settings.rounds);
+            println!(
+                "{:<52} {:>20} {:>20} {:>22} {:>24} {:>9}",
+                "setup", "creates/s", "p50 µs", "p99 µs", "added µs per create", "failures"
+            );
+            let baseline = rows.first();
+            for row in rows {
+                let added = baseline.map(|b| row.added_cost(b).to_string()).unwrap_or_default();
+                let (p50, p99) = (row.spread(|s| s.p50_us), row.spread(|s| s.p99_us));
+                println!(
+                    "{:<52} {:>20} {:>20} {:>22} {:>24} {:>9}",
+                    row.name,
+                    row.rate().to_string(),
+                    p50.to_string(),
+                    p99.to_string(),
+                    added,
+                    row.failures()
+                );
+            }
+        }
+    }
+
+    /// The issue's goals, each as the measured ratio against its target.
+    pub fn print_goals(&self) {
+        println!("\ngoals (median of the per-round ratios [range])\n");
+        let injector = Self::row(&self.webhook, "portcullis-injector");
+        for (other, goal, what) in [
+            ("controller-runtime injector (Go)", 5.0, "injector requests/s ÷ controller-runtime's"),
+            ("no-op TLS server (ceiling)", 0.5, "injector requests/s ÷ the no-op ceiling's"),
+        ] {
+            if let (Some(a), Some(b)) = (injector, Self::row(&self.webhook, other)) {
+                goal_line(what, a.paired(b, |x, y| x.rate / y.rate.max(f64::MIN_POSITIVE)), goal, true);
+            }
+        }
+        for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
+            let Some(baseline) = rows.first() else { continue };
+            let cost = |name: &str| {
+                Self::row(rows, name).map(|r| {
+                    r.rounds.iter().zip(&baseline.rounds).map(|(s, b)| 1e6 / s.rate - 1e6 / b.rate).collect::<Vec<_>>()
+                })
+            };
+            let ratio = |a: Option<Vec<f64>>, b: Option<Vec<f64>>| {
+                Some(Spread::of(a?.iter().zip(b?.iter()).map(|(x, y)| x / y).collect()))
+            };
+            let short = if level == Level::DryRun { "dry-run" } else { "create" };
+            if let Some(r) = ratio(cost("portcullis-injector"), cost("floor: precomputed patch")) {
+                goal_line(&format!("{short}: injector's added cost ÷ the floor's"), r, 1.10, false);
+            }
+            if let Some(r) = ratio(cost("portcullis-validator"), cost("ValidatingAdmissionPolicy (in-process)")) {
+                goal_line(&format!("{short}: validator's added cost ÷ in-process VAP's"), r, 1.0, false);
+            }
+        }
+    }
+
+    /// Fails unless every path answered and nothing failed.
+    pub fn check_smoke(&self) -> anyhow::Result<()> {
+        for row in self.webhook.iter().chain(&self.dry_run).chain(&self.create) {
+            let answered: u64 = row.rounds.iter().map(|s| s.requests).sum();
+            anyhow::ensure!(
+                answered > 0 && row.failures() == 0,
+                "{}: {answered} answered, {} failed",
+                row.name,
+                row.failures()
+            );
+        }
+        Ok(())
+    }
+
+    /// Bar charts (median with the range as a whisker) of the webhook
+    /// level's requests/s and of each API-server level's added cost.
+    pub fn svg(&self) -> String {
+        let mut charts = vec![Chart {
+            title: "webhook level: requests/s (one core)".to_owned(),
+            bars: self.webhook.iter().map(|r| (r.name, r.rate())).collect(),
+        }];
+        for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
+            let Some(baseline) = rows.first() else { continue };
+            charts.push(Chart {
+                title: format!("{}: added µs per create", level.title()),
+                bars: rows.iter().skip(1).map(|r| (r.name, r.added_cost(baseline))).collect(),
+            });
+        }
+        let height: usize = charts.iter().map(Chart::height).sum::<usize>() + 20;
+        let mut svg = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="{height}" font-family="sans-serif" font-size="12">"#
+        );
+        svg.push_str(r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let mut y = 10;
+        for chart in &charts {
+            chart.draw(&mut svg, y);
+            y += chart.height();
+        }
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
+
+fn goal_line(what: &str, ratio: Spread, goal: f64, at_least: bool) {
+    let met = if at_least { ratio.min >= goal } else { ratio.max <= goal };
+    let sign = if at_least { "≥" } else { "≤" };
+    let verdict = if met { "met in every round" } else { "not met in every round" };
+    println!("{what:<60} {ratio}   goal {sign} {goal}: {verdict}");
+}
+
+struct Chart {
+    title: String,
+    bars: Vec<(&'static str, Spread)>,
+}
+
+impl Chart {
+    const BAR: usize = 22;
+    const LEFT: f64 = 330.0;
+    const WIDTH: f64 = 480.0;
+
+    fn height(&self) -> usize {
+        30 + self.bars.len() * Self::BAR + 20
+    }
+
+    fn draw(&self, svg: &mut String, top: usize) {
+        let _ = write!(svg, r#"<text x="10" y="{}" font-weight="bold">{}</text>"#, top + 16, escape(&self.title));
+        let scale = self.bars.iter().map(|(_, s)| s.max.max(s.median)).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+        let x = |v: f64| Self::LEFT + v.max(0.0) / scale * Self::WIDTH;
+        for (i, (name, spread)) in self.bars.iter().enumerate() {
+            let y = (top + 30 + i * Self::BAR) as f64;
+            let _ = write!(
+                svg,
+                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+                Self::LEFT - 8.0,
+                y + 14.0,
+                escape(name)
+            );
+            let _ = write!(
+                svg,
+                r##"<rect x="{}" y="{}" width="{:.1}" height="16" fill="#4a78b5"/>"##,
+                Self::LEFT,
+                y + 2.0,
+                x(spread.median) - Self::LEFT
+            );
+            let _ = write!(
+                svg,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{}" y2="{}" stroke="black"/>"#,
+                x(spread.min),
+                x(spread.max),
+                y + 10.0,
+                y + 10.0
+            );
+            let _ = write!(svg, r#"<text x="{:.1}" y="{}">{:.0}</text>"#, x(spread.max) + 6.0, y + 14.0, spread.median);
+        }
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
