@@ -93,7 +93,9 @@ pub async fn run(args: &Args, files: &Files) -> anyhow::Result<Vec<(Level, Vec<R
         servers.iter().map(|s| s.start(args, files, None, Some(cluster))).collect::<anyhow::Result<Vec<_>>>()?;
     let url = |server: Server| started.iter().find(|c| c.name == server.name()).map(|c: &Contender| c.url.clone());
     for setup in &SETUPS {
-        prepare(&client, setup, args, files, &url).await.with_context(|| format!("setting up {:?}", setup.name))?;
+        prepare(cluster, &client, setup, args, files, &url)
+            .await
+            .with_context(|| format!("setting up {:?}", setup.name))?;
     }
     let mut levels = Vec::new();
     for (level, dry_run) in [(Level::DryRun, true), (Level::Create, false)] {
@@ -133,6 +135,7 @@ async fn creates(args: &Args, api: &Api<Pod>, dry_run: bool) -> anyhow::Result<c
 /// Registers what `setup` needs for its namespace and waits until the API
 /// server applies it.
 async fn prepare(
+    cluster: &portcullis_e2e::Cluster,
     client: &kube::Client,
     setup: &Setup,
     args: &Args,
@@ -156,7 +159,6 @@ async fn prepare(
         registration(Kind::Validator, Server::Validator, "validate").apply(client).await;
     }
     if setup.admission_policy {
-        let cluster = portcullis_e2e::cluster();
         for object in fixtures::admission_policy(setup.case) {
             portcullis_e2e::ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &object.to_string()));
         }

@@ -132,6 +132,6 @@ pub async fn main(args: Args) -> anyhow::Result<()> {
 }
 
 /// Whether `needle` occurs in `haystack`.
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }

@@ -104,10 +104,16 @@ impl Row {
         Spread::of(self.rounds.iter().zip(&other.rounds).map(|(a, b)| f(a, b)).collect())
     }
 
-    /// The time each create costs more than in `baseline`, µs
-    /// (1/rate − 1/baseline rate, per round).
+    /// Per round, the time each create costs more than in `baseline`, µs
+    /// (1/rate − 1/baseline rate).
+    fn added_costs(&self, baseline: &Row) -> Vec<f64> {
+        let per_create = |s: &Summary| 1e6 / s.rate.max(f64::MIN_POSITIVE);
+        self.rounds.iter().zip(&baseline.rounds).map(|(s, b)| per_create(s) - per_create(b)).collect()
+    }
+
+    /// [`Row::added_costs`] as median and range.
     fn added_cost(&self, baseline: &Row) -> Spread {
-        self.paired(baseline, |s, b| 1e6 / s.rate.max(f64::MIN_POSITIVE) - 1e6 / b.rate.max(f64::MIN_POSITIVE))
+        Spread::of(self.added_costs(baseline))
     }
 }
 
@@ -237,11 +243,7 @@ impl Report {
         }
         for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
             let Some(baseline) = rows.first() else { continue };
-            let cost = |name: &str| {
-                Self::row(rows, name).map(|r| {
-                    r.rounds.iter().zip(&baseline.rounds).map(|(s, b)| 1e6 / s.rate - 1e6 / b.rate).collect::<Vec<_>>()
-                })
-            };
+            let cost = |name: &str| Self::row(rows, name).map(|r| r.added_costs(baseline));
             let ratio = |a: Option<Vec<f64>>, b: Option<Vec<f64>>| {
                 Some(Spread::of(a?.iter().zip(b?.iter()).map(|(x, y)| x / y).collect()))
             };

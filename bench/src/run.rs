@@ -32,7 +32,8 @@ pub struct Args {
     /// Seconds of pod creates per setup, mode and round through the API server.
     #[arg(long, default_value_t = 8.0)]
     pub api_seconds: f64,
-    /// Concurrent clients creating pods through the API server.
+    /// Concurrent pod creates through the API server (one kube-rs client;
+    /// its pool keeps a keep-alive connection for each).
     #[arg(long, default_value_t = 8)]
     pub api_concurrency: usize,
     /// Containers in the benchmark pod.
@@ -134,14 +135,7 @@ impl Server {
         core: Option<usize>,
         cluster: Option<&portcullis_e2e::Cluster>,
     ) -> anyhow::Result<Contender> {
-        let mut command = match core {
-            Some(core) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", &core.to_string()]);
-                c
-            }
-            None => Command::new("env"),
-        };
+        let mut command = launcher(core);
         let tls = |c: &mut Command| {
             c.arg("--tls-cert-file").arg(files.path("tls.crt")).arg("--tls-key-file").arg(files.path("tls.key"));
         };
@@ -245,17 +239,24 @@ async fn answer(files: &Files, url: &str) -> anyhow::Result<Vec<u8>> {
     Ok(response.bytes().await?.to_vec())
 }
 
+/// A command that runs the program given as its first argument: pinned to
+/// `core` when given (`taskset -c`), else as it is (`env`).
+fn launcher(core: Option<usize>) -> Command {
+    match core {
+        Some(core) => {
+            let mut command = Command::new("taskset");
+            command.args(["-c", &core.to_string()]);
+            command
+        }
+        None => Command::new("env"),
+    }
+}
+
 /// Runs `portcullis-bench load` against `url` as a process of its own.
 fn load_process(args: &Args, files: &Files, url: &str, core: Option<usize>) -> anyhow::Result<Summary> {
-    let mut command = match core {
-        Some(core) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", &core.to_string()]).arg(std::env::current_exe()?);
-            c
-        }
-        None => Command::new(std::env::current_exe()?),
-    };
+    let mut command = launcher(core);
     command
+        .arg(std::env::current_exe()?)
         .args(["load", "--url", url])
         .arg("--ca")
         .arg(files.path("ca.crt"))
