@@ -8,7 +8,7 @@
 //! gRPC edge ([`grpc`]) maps refusals to precise status codes. Standalone,
 //! the CA lives in a directory; in Kubernetes mode ([`kubernetes`]) callers
 //! are checked with TokenReview, requests become CertificateSigningRequests,
-//! the CA lives in a Secret, and the leader ([`leader`]) signs and keeps
+//! the CA lives in a Secret, and the leader (a Lease, `portcullis-lease`) signs and keeps
 //! webhook configurations' caBundles current ([`ca_bundle`]). The CA is
 //! rotated in steps that never leave a live certificate untrusted
 //! ([`authority`]), kept in a [`store`] and followed by every replica
@@ -25,7 +25,6 @@ pub mod config;
 pub mod grpc;
 pub mod keeper;
 pub mod kubernetes;
-pub mod leader;
 pub mod request;
 pub mod serve;
 pub mod store;

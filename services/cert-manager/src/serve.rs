@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use portcullis_lease::Election;
 use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
 use portcullis_server::tls::{CertResolver, certified_key, server_config};
@@ -85,12 +86,13 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 configmap: args.ca_configmap.clone(),
             };
             let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
-            let (namespace, lease) = (args.namespace.clone(), args.lease.clone());
-            let election =
-                crate::leader::run(client.clone(), namespace, lease, identity, shutdown.clone(), move |leading| {
-                    work.clone().run(leading)
-                });
-            tokio::spawn(election);
+            let election = Election::new(
+                args.namespace.clone(),
+                args.lease.clone(),
+                identity,
+                "the signer and the caBundle controller",
+            );
+            tokio::spawn(election.run(client.clone(), shutdown.clone(), move |leading| work.clone().run(leading)));
         }
     }
 

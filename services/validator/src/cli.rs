@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_server::ServeArgs;
-use portcullis_server::args::ProbeArgs;
+use portcullis_server::args::{AdminArgs, ProbeArgs};
 use portcullis_server::args::parse_duration;
 use portcullis_telemetry::LogArgs;
 
@@ -33,6 +33,9 @@ pub enum Command {
     /// Evaluate manifests against policies and print every finding; exit 1
     /// when anything would be denied.
     Check(Check),
+    /// Judge the objects that already exist in the cluster and write the
+    /// results as OpenReports (one Report per namespace, a ClusterReport).
+    Audit(Box<Audit>),
 }
 
 /// Where the policies come from, and how they are evaluated.
@@ -103,4 +106,37 @@ pub struct Check {
     /// `-` reads standard input. Repeat for several.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+/// `audit` flags.
+#[derive(Debug, clap::Args)]
+pub struct Audit {
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub policy: PolicyArgs,
+    /// How often the policy files are checked for changes; a changed set is
+    /// audited at once.
+    #[arg(long, env = "PORTCULLIS_POLICY_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub policy_reload_interval: Duration,
+    /// How often every object is listed and judged again. Between passes,
+    /// watches judge each created or changed object at once.
+    #[arg(long, env = "PORTCULLIS_AUDIT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub audit_interval: Duration,
+    /// How long changes gather before the reports they touch are written.
+    #[arg(long, env = "PORTCULLIS_AUDIT_REPORT_DELAY", default_value = "2s", value_parser = parse_duration)]
+    pub report_delay: Duration,
+    /// Most results one report holds, worst first; its summary still counts
+    /// every result.
+    #[arg(long, env = "PORTCULLIS_AUDIT_MAX_RESULTS", default_value_t = 1000)]
+    pub max_results: usize,
+    /// The Lease (in `--portcullis-namespace`) that elects the one replica
+    /// that audits.
+    #[arg(long, env = "PORTCULLIS_LEASE", default_value = "portcullis-validator-audit")]
+    pub lease: String,
+    /// This replica's name in the Lease (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub pod_name: Option<String>,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub admin: AdminArgs,
 }

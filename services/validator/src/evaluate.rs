@@ -22,6 +22,18 @@ pub struct Finding {
     pub message: String,
     /// HTTP-style status code of a denial.
     pub code: u16,
+    /// A violation, or a rule that could not be evaluated.
+    pub kind: FindingKind,
+}
+
+/// Whether the object broke a rule or the rule could not be judged (an
+/// error under `failurePolicy: Fail`); reports tell the two apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingKind {
+    /// The object breaks the rule.
+    Violation,
+    /// The rule could not be evaluated.
+    Error,
 }
 
 /// Labels of the namespaces the cluster has, for `namespaceSelector`.
@@ -145,12 +157,15 @@ fn annotate(all: &mut Vec<(String, String)>, policy: &Policy, annotations: Vec<(
 }
 
 fn finding(policy: &Policy, message: String, code: u16) -> Finding {
-    Finding { policy: policy.name.clone(), action: policy.action, message, code }
+    Finding { policy: policy.name.clone(), action: policy.action, message, code, kind: FindingKind::Violation }
 }
 
 fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
     match policy.failure_policy {
-        FailurePolicy::Fail => findings.push(finding(policy, format!("policy could not be evaluated: {reason}"), 403)),
+        FailurePolicy::Fail => findings.push(Finding {
+            kind: FindingKind::Error,
+            ..finding(policy, format!("policy could not be evaluated: {reason}"), 403)
+        }),
         FailurePolicy::Ignore => {
             tracing::warn!(policy = %policy.name, %reason, "policy could not be evaluated; ignored (failurePolicy: Ignore)");
         }
@@ -268,18 +283,6 @@ fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a st
 
 fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
     let inner = &req.inner;
-    let any_or = |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
-    if !any_or(&rule.api_groups, &inner.resource.group) || !any_or(&rule.api_versions, &inner.resource.version) {
-        return false;
-    }
-    if !rule.kinds.is_empty() && !any_or(&rule.kinds, &inner.kind.kind) {
-        return false;
-    }
-    let resource = &inner.resource.resource;
-    match inner.sub_resource.as_deref().filter(|s| !s.is_empty()) {
-        None => rule.resources.is_empty() || any_or(&rule.resources, resource),
-        Some(sub) => rule.resources.iter().any(|r| {
-            r == "*/*" || *r == format!("{resource}/{sub}") || *r == format!("*/{sub}") || *r == format!("{resource}/*")
-        }),
-    }
+    let (group, version) = (&inner.resource.group, &inner.resource.version);
+    rule.selects(group, version, &inner.kind.kind, &inner.resource.resource, inner.sub_resource.as_deref())
 }

@@ -11,10 +11,12 @@
 //! async runtime. Every violation is reported at once: Deny policies refuse the
 //! request, Warn policies return warnings, Audit policies log, count and
 //! trace. The shared server owns HTTP and TLS; `check` runs the same
-//! evaluation offline.
+//! evaluation offline, and [`audit`] runs it over the objects that already
+//! exist, writing OpenReports.
 
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod budget;
 pub mod cel;
 pub mod cli;

@@ -20,6 +20,12 @@ async fn main() -> anyhow::Result<std::process::ExitCode> {
             let allowed = portcullis_validator::offline::run(&args)?;
             Ok(if allowed { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE })
         }
+        Command::Audit(args) => {
+            let telemetry = portcullis_telemetry::init("portcullis-validator", &cli.log)?;
+            let result = portcullis_validator::audit::run(*args).await;
+            telemetry.shutdown();
+            result.map(|()| std::process::ExitCode::SUCCESS)
+        }
         Command::Serve(args) => {
             let telemetry = portcullis_telemetry::init("portcullis-validator", &cli.log)?;
             let result = portcullis_validator::serve::run(*args).await;

@@ -2,6 +2,10 @@
 
 use serde_json::Value;
 
+/// Every kind [`pod_spec`] finds a pod spec in.
+pub const POD_KINDS: [&str; 8] =
+    ["Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"];
+
 /// The pod spec of `object` (a `kind`) and its path for messages: a Pod's
 /// `spec`, a workload's `spec.template.spec`, a CronJob's
 /// `spec.jobTemplate.spec.template.spec`.

@@ -132,6 +132,30 @@ pub struct ResourceRule {
     pub resources: Vec<String>,
 }
 
+impl ResourceRule {
+    /// Whether the rule selects requests for `resource` (and `sub`
+    /// resource) of `group/version`, whose objects are of `kind`.
+    pub fn selects(&self, group: &str, version: &str, kind: &str, resource: &str, sub: Option<&str>) -> bool {
+        let rule = self;
+        let any_or = |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
+        if !any_or(&rule.api_groups, group) || !any_or(&rule.api_versions, version) {
+            return false;
+        }
+        if !rule.kinds.is_empty() && !any_or(&rule.kinds, kind) {
+            return false;
+        }
+        match sub.filter(|s| !s.is_empty()) {
+            None => rule.resources.is_empty() || any_or(&rule.resources, resource),
+            Some(sub) => rule.resources.iter().any(|r| {
+                r == "*/*"
+                    || *r == format!("{resource}/{sub}")
+                    || *r == format!("*/{sub}")
+                    || *r == format!("{resource}/*")
+            }),
+        }
+    }
+}
+
 fn any() -> Vec<String> {
     vec!["*".to_owned()]
 }

@@ -160,6 +160,26 @@ impl Rules {
         Ok(())
     }
 
+    /// The kinds these rules can find anything wrong with, or `None` when
+    /// they judge every kind (required labels or annotations): what an
+    /// audit must list for a policy that selects every resource.
+    pub fn kinds(&self) -> Option<std::collections::BTreeSet<&'static str>> {
+        if !self.required_labels.is_empty() || !self.required_annotations.is_empty() {
+            return None;
+        }
+        let mut kinds = std::collections::BTreeSet::new();
+        if self.replicas.is_some() {
+            kinds.extend(["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"]);
+        }
+        if self.services.is_some() {
+            kinds.insert("Service");
+        }
+        if self.images.is_some() || self.resources.is_some() || self.pod_security.is_some() {
+            kinds.extend(crate::pods::POD_KINDS);
+        }
+        Some(kinds)
+    }
+
     /// Every violation of every rule by `object`, a `kind`, shown to the
     /// user as `what` (`Deployment demo/web`).
     pub fn violations(&self, kind: &str, what: &str, object: &Value) -> Vec<String> {

@@ -20,12 +20,12 @@ mod review;
 pub mod selector;
 
 pub use decision::{Decision, Verdict, patch_between};
-pub use review::{DecodeError, Request, decode, encode};
+pub use review::{DecodeError, Request, decode, encode, existing};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that
 /// services share one version of them.
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-pub use kube::core::{DynamicObject, GroupVersionKind};
+pub use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
 
 /// The prefix of every label and annotation Portcullis reads or writes.
 pub const PREFIX: &str = "portcullis.dev/";

@@ -1,8 +1,8 @@
 //! Decoding and encoding `AdmissionReview` bodies.
 
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use kube::core::{DynamicObject, GroupVersionKind};
-use serde_json::Value;
+use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
+use serde_json::{Value, json};
 
 /// The admission API versions the API server may send.
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
@@ -97,6 +97,35 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
         }
     }
     Ok(Request { inner, object, old_object })
+}
+
+/// An object that already exists in the cluster, presented as the API server
+/// would present its creation (CREATE, dry run, by `username`): how an
+/// audit judges stored objects with the same code as admission. The object
+/// is moved in, not copied or re-encoded.
+pub fn existing(
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    object: Value,
+    username: &str,
+) -> Result<Request, DecodeError> {
+    let meta = |field: &str| object.pointer(field).and_then(Value::as_str).unwrap_or_default();
+    let (name, namespace, uid) = (meta("/metadata/name"), meta("/metadata/namespace"), meta("/metadata/uid"));
+    let envelope = json!({
+        "uid": if uid.is_empty() { "00000000-0000-0000-0000-000000000000" } else { uid },
+        "kind": kind,
+        "resource": resource,
+        "name": name,
+        "namespace": (!namespace.is_empty()).then_some(namespace),
+        "operation": "CREATE",
+        "userInfo": {"username": username},
+        "dryRun": true,
+    });
+    let mut inner: AdmissionRequest<DynamicObject> = serde_json::from_value(envelope).map_err(DecodeError::Json)?;
+    inner.types.api_version = "admission.k8s.io/v1".into();
+    inner.types.kind = "AdmissionReview".into();
+    check_kind(&inner.kind, "object", &object)?;
+    Ok(Request { inner, object: Some(object), old_object: None })
 }
 
 /// Refuses an object that is not a JSON object, or whose `kind`/`apiVersion`,

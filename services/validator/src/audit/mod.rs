@@ -1,0 +1,70 @@
+//! `audit`: the policies judged against the objects that already exist,
+//! with the same evaluation as admission, the results written as
+//! OpenReports `Report`s (one per namespace) and a `ClusterReport`.
+//!
+//! One replica audits at a time (a Lease); the others stand by. Each pass
+//! lists every resource a policy selects, page by page, then watches it, so
+//! a change is judged again at once; a new policy set or the periodic
+//! interval starts a new pass. Only results are kept in memory, never the
+//! objects ([`results`]); reports are written in place ([`report`]).
+
+pub mod metrics;
+pub mod report;
+pub mod results;
+pub mod scan;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use portcullis_lease::Election;
+use portcullis_server::run::reload_config;
+use portcullis_server::{Metrics, admin, shutdown_signal, watch};
+use tokio::net::TcpListener;
+
+use crate::cli::Audit;
+use crate::namespaces::WatchedNamespaces;
+use crate::serve::{parse, settings};
+use crate::workers::Workers;
+use metrics::AuditMetrics;
+use scan::Auditor;
+
+/// Audits until SIGTERM/SIGINT, while this replica holds the Lease.
+pub async fn run(args: Audit) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal();
+    let paths = args.policy.paths.clone();
+    let initial = watch::read_all(&paths).context("reading the policies")?;
+    let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
+    let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
+    let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
+    let audit_metrics = Arc::new(AuditMetrics::default());
+    let metrics = Arc::new(Metrics::new(|registry| audit_metrics.register(registry)));
+    let (updates, policies) = tokio::sync::watch::channel(Arc::new(policies));
+    let cost_limit = args.policy.cel_cost_limit;
+    let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
+    reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
+        updates.send_replace(Arc::new(p));
+    });
+    let auditor = Auditor {
+        client: client.clone(),
+        policies,
+        settings: Arc::new(settings(&args.policy)),
+        namespaces: Arc::new(namespaces.clone()),
+        workers: Arc::new(Workers::new(1).context("starting the evaluation thread")?),
+        metrics: audit_metrics,
+        interval: args.audit_interval,
+        report_delay: args.report_delay,
+        max_results: args.max_results,
+    };
+    let identity = args.pod_name.clone().unwrap_or_else(|| format!("validator-audit-{}", std::process::id()));
+    let election = Election::new(args.policy.portcullis_namespace.clone(), args.lease.clone(), identity, "the audit");
+    tokio::spawn(election.run(client, shutdown.clone(), move |leading| auditor.clone().run(leading)));
+
+    let listener = TcpListener::bind(args.admin.admin_listen)
+        .await
+        .with_context(|| format!("binding {}", args.admin.admin_listen))?;
+    tracing::info!(admin = %listener.local_addr()?, "auditing; /healthz, /readyz and /metrics over HTTP");
+    let ready: admin::ReadyCheck = Arc::new(move || namespaces.is_ready());
+    admin::serve(listener, admin::router(ready, metrics), shutdown).await.context("admin server")?;
+    tracing::info!("stopped");
+    Ok(())
+}

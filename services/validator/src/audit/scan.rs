@@ -1,0 +1,332 @@
+//! The audit under leadership: find the resources the policies select,
+//! watch them (a paginated list, then every change), judge each object with
+//! the admission code, and write the reports once a full pass is complete
+//! and then as objects change. A new policy set, or the periodic interval,
+//! starts a new pass; a pass that relists replaces what the last one found.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt as _, stream};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::discovery::{Discovery, verbs};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use portcullis_admission::{GroupVersionKind, GroupVersionResource, existing};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::AuditMetrics;
+use super::report;
+use super::results::{Entry, ObjectId, Outcome, Results, Status};
+use crate::evaluate::{Evaluation, FindingKind, NamespaceLabels, Settings, evaluate};
+use crate::policy::{Action, Policy, PolicySet};
+use crate::workers::Workers;
+
+/// Resources never audited, even by a policy that selects every resource:
+/// they change all the time and no policy is about them, or they are the
+/// audit's own output.
+const SKIPPED: [(&str, &str); 5] = [
+    ("", "events"),
+    ("events.k8s.io", "events"),
+    ("coordination.k8s.io", "leases"),
+    ("openreports.io", "reports"),
+    ("openreports.io", "clusterreports"),
+];
+
+/// The user an audited object's review names.
+pub const AUDIT_USER: &str = "portcullis:audit";
+
+/// Everything a pass needs; cloned for each term of leadership.
+#[derive(Clone)]
+pub struct Auditor {
+    /// The cluster.
+    pub client: kube::Client,
+    /// The policies in force, changed by reloads.
+    pub policies: watch::Receiver<Arc<PolicySet>>,
+    /// Evaluation limits, as at admission.
+    pub settings: Arc<Settings>,
+    /// Namespace labels, for `namespaceSelector`.
+    pub namespaces: Arc<dyn NamespaceLabels>,
+    /// Where evaluation runs: never on the async runtime.
+    pub workers: Arc<Workers>,
+    /// The audit's series.
+    pub metrics: Arc<AuditMetrics>,
+    /// How often everything is listed again.
+    pub interval: Duration,
+    /// How long changes gather before reports are written.
+    pub report_delay: Duration,
+    /// Most results in one report.
+    pub max_results: usize,
+}
+
+impl std::fmt::Debug for Auditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auditor")
+            .field("interval", &self.interval)
+            .field("report_delay", &self.report_delay)
+            .field("max_results", &self.max_results)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One watched resource.
+struct Target {
+    resource: ApiResource,
+    key: Arc<str>,
+    /// The stamp at which its current list began, while it is listing.
+    listing: Option<u64>,
+}
+
+impl Auditor {
+    /// Audits until `leading` is cancelled.
+    pub async fn run(self, leading: CancellationToken) {
+        let mut results = Results::default();
+        let mut updates = self.policies.clone();
+        loop {
+            let policies = updates.borrow_and_update().clone();
+            tokio::select! {
+                () = self.pass(&policies, &mut results) => {}
+                changed = updates.changed() => {
+                    if changed.is_err() { return; }
+                    tracing::info!("policies changed: auditing again");
+                }
+                () = leading.cancelled() => return,
+            }
+        }
+    }
+
+    /// One pass: returns after `interval`, when the next pass should start.
+    async fn pass(&self, policies: &Arc<PolicySet>, results: &mut Results) {
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "audit pass",
+            policies = policies.policies.len(),
+            resources = tracing::field::Empty,
+            objects = tracing::field::Empty,
+            violations = tracing::field::Empty,
+        );
+        let mut targets = match self.targets(policies).await {
+            Ok(targets) => targets,
+            Err(err) => {
+                tracing::warn!(parent: &span, error = %err, "API discovery failed; retrying");
+                tokio::time::sleep(self.report_delay.max(Duration::from_secs(1))).await;
+                return;
+            }
+        };
+        span.record("resources", targets.len());
+        let names: Vec<&str> = targets.iter().map(|t| &*t.key).collect();
+        tracing::info!(parent: &span, resources = ?names, "audit pass started");
+        let watches = targets.iter().enumerate().map(|(index, target)| {
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &target.resource);
+            let config = watcher::Config::default().page_size(100);
+            watcher(api, config).default_backoff().map(move |event| (index, event)).boxed()
+        });
+        let mut events = stream::select_all(watches);
+        let mut span = Some(span);
+        let mut listed = targets.is_empty();
+        let mut flush = tokio::time::interval(self.report_delay);
+        let next_pass = tokio::time::sleep(self.interval);
+        tokio::pin!(next_pass);
+        loop {
+            tokio::select! {
+                Some((index, event)) = events.next() => {
+                    self.handle(policies, &mut targets[index], event, results).await;
+                }
+                _ = flush.tick() => {}
+                () = &mut next_pass => return,
+            }
+            if !listed && targets.iter().all(|t| t.listing.is_none()) {
+                listed = true;
+                // Objects of resources this pass no longer watches are gone.
+                let keys: BTreeSet<Arc<str>> = targets.iter().map(|t| t.key.clone()).collect();
+                results.sweep(|id, _| !keys.contains(&id.resource));
+                let (objects, violations) = (results.objects(), self.write_reports(results).await);
+                self.metrics.pass_finished(started.elapsed().as_secs_f64(), objects);
+                if let Some(span) = span.take() {
+                    span.record("objects", objects);
+                    span.record("violations", violations);
+                    tracing::info!(parent: &span, objects, violations, "audit pass complete");
+                }
+            } else if listed {
+                self.write_reports(results).await;
+            }
+        }
+    }
+
+    /// The resources some policy selects, at their preferred version, that
+    /// can be listed and watched.
+    async fn targets(&self, policies: &PolicySet) -> Result<Vec<Target>, kube::Error> {
+        let discovery = Discovery::new(self.client.clone()).run_aggregated().await?;
+        let mut targets = Vec::new();
+        for group in discovery.groups() {
+            for (resource, caps) in group.recommended_resources() {
+                let listable = caps.supports_operation(verbs::LIST) && caps.supports_operation(verbs::WATCH);
+                if !listable || SKIPPED.contains(&(resource.group.as_str(), resource.plural.as_str())) {
+                    continue;
+                }
+                let selected = policies.policies.iter().any(|p| audits(p, &resource));
+                if selected {
+                    let key = format!("{}/{}", resource.api_version, resource.plural).into();
+                    targets.push(Target { resource, key, listing: None });
+                }
+            }
+        }
+        Ok(targets)
+    }
+
+    async fn handle(
+        &self,
+        policies: &Arc<PolicySet>,
+        target: &mut Target,
+        event: Result<watcher::Event<DynamicObject>, watcher::Error>,
+        results: &mut Results,
+    ) {
+        match event {
+            Ok(watcher::Event::Init) => target.listing = Some(results.next_stamp()),
+            Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
+                let namespace = object.metadata.namespace.clone().unwrap_or_default();
+                let id = ObjectId { resource: target.key.clone(), name: object.metadata.name.clone().unwrap_or_default() };
+                let stamp = results.next_stamp();
+                if let Some(entry) = self.judge(policies, &target.resource, object, stamp).await {
+                    results.put(&namespace, id, entry);
+                }
+            }
+            Ok(watcher::Event::Delete(object)) => {
+                let namespace = object.metadata.namespace.clone().unwrap_or_default();
+                let id = ObjectId { resource: target.key.clone(), name: object.metadata.name.unwrap_or_default() };
+                results.remove(&namespace, &id);
+            }
+            Ok(watcher::Event::InitDone) => {
+                if let Some(since) = target.listing.take() {
+                    let key = target.key.clone();
+                    results.sweep(|id, entry| id.resource == key && entry.stamp < since);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(resource = %target.key, error = %err, "cannot list or watch; retrying with backoff");
+                // A resource the audit may not read must not hold the pass
+                // open for ever: its objects are left out, with this warning.
+                if let watcher::Error::InitialListFailed(kube::Error::Api(status)) = &err
+                    && matches!(status.code, 403 | 404)
+                {
+                    target.listing = None;
+                }
+            }
+        }
+    }
+
+    /// Judges `object` with every policy, as admission would judge its
+    /// creation, on the audit's evaluation thread.
+    async fn judge(
+        &self,
+        policies: &Arc<PolicySet>,
+        resource: &ApiResource,
+        object: DynamicObject,
+        stamp: u64,
+    ) -> Option<Entry> {
+        let mut value = serde_json::to_value(object).ok()?;
+        // List items carry no apiVersion and kind; admission's objects do.
+        value["apiVersion"] = resource.api_version.clone().into();
+        value["kind"] = resource.kind.clone().into();
+        let uid = value.pointer("/metadata/uid").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+        let kind = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
+        let gvr = GroupVersionResource::gvr(&resource.group, &resource.version, &resource.plural);
+        let req = match existing(kind, gvr, value, AUDIT_USER) {
+            Ok(req) => req,
+            Err(err) => {
+                tracing::warn!(error = %err, "an existing object cannot be judged");
+                return None;
+            }
+        };
+        let (set, settings, namespaces) = (policies.clone(), self.settings.clone(), self.namespaces.clone());
+        let job = move || {
+            let deadline = std::time::Instant::now() + settings.cel_deadline;
+            let evaluation = evaluate(&set, &settings, namespaces.as_ref(), &req, deadline);
+            outcomes(&set, &req.inner.kind.kind, evaluation)
+        };
+        let outcomes = self.workers.run(job).await.ok()?;
+        Some(Entry { api_version: resource.api_version.clone().into(), kind: resource.kind.clone().into(), uid, stamp, outcomes })
+    }
+
+    /// Writes the report of every namespace whose results changed; the
+    /// number of violations (fail, warn, error) in them.
+    async fn write_reports(&self, results: &mut Results) -> u64 {
+        let mut violations = 0;
+        for namespace in results.take_dirty() {
+            self.metrics.update(results, &namespace);
+            let report = report::build(results, &namespace, self.max_results, Timestamp::now());
+            let summary = &report["summary"];
+            violations += ["fail", "warn", "error"].iter().filter_map(|k| summary[k].as_u64()).sum::<u64>();
+            match report::write(&self.client, &namespace, &report).await {
+                Ok(()) => self.metrics.report_written(true),
+                Err(err) => {
+                    self.metrics.report_written(false);
+                    tracing::warn!(%namespace, error = %err, "cannot write the report (are the OpenReports CRDs installed? deploy/components/reports)");
+                    results.mark_dirty(namespace);
+                }
+            }
+        }
+        violations
+    }
+}
+
+/// Whether `policy` can find anything in objects of `resource`: it selects
+/// the resource, and (when it selects every resource) has CEL or built-in
+/// rules for that kind. So a policy such as "no :latest images" lists
+/// workloads and Pods, not every object in the cluster.
+fn audits(policy: &Policy, resource: &ApiResource) -> bool {
+    let rules = &policy.matching.resources;
+    if rules.is_empty() {
+        return judges(policy, &resource.kind);
+    }
+    rules.iter().any(|r| r.selects(&resource.group, &resource.version, &resource.kind, &resource.plural, None))
+}
+
+/// Whether `policy` has anything to say about objects of `kind`: CEL, or a
+/// built-in rule for the kind. A policy that merely applies (say, an image
+/// rule to a ConfigMap) is not reported as passing.
+fn judges(policy: &Policy, kind: &str) -> bool {
+    !policy.cel.validations.is_empty() || policy.rules.kinds().is_none_or(|kinds| kinds.contains(kind))
+}
+
+/// One outcome per policy that applied: pass, or the worst of its findings
+/// with every message.
+fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome> {
+    let Evaluation { findings, applied, .. } = evaluation;
+    let mut outcomes: Vec<Outcome> = applied
+        .into_iter()
+        .filter_map(|name| set.policies.iter().find(|p| p.name == name))
+        .filter(|policy| judges(policy, kind))
+        .map(|policy| Outcome {
+            policy: policy.name.clone(),
+            action: policy.action,
+            status: Status::Pass,
+            message: String::new(),
+        })
+        .collect();
+    for finding in findings {
+        let status = match (finding.kind, finding.action) {
+            (FindingKind::Error, _) => Status::Error,
+            (FindingKind::Violation, Action::Warn) => Status::Warn,
+            (FindingKind::Violation, Action::Deny | Action::Audit) => Status::Fail,
+        };
+        let at = match outcomes.iter().position(|o| o.policy == finding.policy) {
+            Some(at) => at,
+            None => {
+                let (policy, action) = (finding.policy.clone(), finding.action);
+                outcomes.push(Outcome { policy, action, status, message: String::new() });
+                outcomes.len() - 1
+            }
+        };
+        let outcome = &mut outcomes[at];
+        outcome.status = outcome.status.max(status);
+        if !outcome.message.is_empty() {
+            outcome.message.push('\n');
+        }
+        outcome.message.push_str(&finding.message);
+    }
+    outcomes.sort_by(|a, b| a.policy.cmp(&b.policy));
+    outcomes
+}
