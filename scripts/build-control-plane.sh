@@ -6,6 +6,7 @@
 #   build-control-plane.sh [all]   the control plane: etcd, Jaeger, kube-apiserver, kube-controller-manager, kubectl
 #   build-control-plane.sh node    a node's parts: kubelet, kube-proxy, kube-scheduler, CoreDNS
 #   build-control-plane.sh compose the `docker compose` v2 CLI plugin (into ~/.docker/cli-plugins)
+#   build-control-plane.sh prometheus  Prometheus and promtool (the monitoring component's tests)
 set -euo pipefail
 
 K8S_VERSION=${PORTCULLIS_K8S_VERSION:-v1.36.3}
@@ -13,6 +14,8 @@ ETCD_VERSION=${PORTCULLIS_ETCD_VERSION:-v3.6.16}
 JAEGER_VERSION=${PORTCULLIS_JAEGER_VERSION:-v1.76.0}
 COREDNS_VERSION=${PORTCULLIS_COREDNS_VERSION:-v1.15.0}
 COMPOSE_VERSION=${PORTCULLIS_COMPOSE_VERSION:-v2.40.3}
+# Prometheus v3's module versions are v0.3MM.P (v0.316.0 is Prometheus 3.16.0).
+PROMETHEUS_VERSION=${PORTCULLIS_PROMETHEUS_VERSION:-v0.316.0}
 
 CACHE=${PORTCULLIS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis}
 BIN="$CACHE/bin"
@@ -87,6 +90,14 @@ build_jaeger() { GOSUMDB=off build_main jaeger "$JAEGER_VERSION" github.com/jaeg
 
 build_coredns() { build_main coredns "$COREDNS_VERSION" github.com/coredns/coredns; }
 
+# Built one after the other, so the second reuses Go's build cache of the
+# first's packages. Without the `builtinassets` tag the web UI is left out; the
+# HTTP API (what the tests query) is all there.
+build_prometheus() {
+  build_main promtool "$PROMETHEUS_VERSION" github.com/prometheus/prometheus/cmd/promtool
+  build_main prometheus "$PROMETHEUS_VERSION" github.com/prometheus/prometheus/cmd/prometheus
+}
+
 # Compose's go.mod has exclude directives, so `go install` refuses it: build
 # inside the downloaded module directory instead.
 build_compose() {
@@ -113,9 +124,10 @@ case "${1:-all}" in
   jaeger) build_jaeger ;;
   coredns) build_coredns ;;
   compose) build_compose ;;
+  prometheus) build_prometheus ;;
   node) build_kubernetes kubelet kube-proxy kube-scheduler; build_coredns ;;
   all) build_etcd; build_jaeger; build_kubernetes kube-apiserver kube-controller-manager kubectl ;;
-  *) log "usage: $0 [all|kubernetes|etcd|jaeger|node|coredns|compose]"; exit 2 ;;
+  *) log "usage: $0 [all|kubernetes|etcd|jaeger|node|coredns|compose|prometheus]"; exit 2 ;;
 esac
 for b in kube-apiserver kube-controller-manager kubectl kubelet kube-proxy kube-scheduler; do
   [ -x "$BIN/$b-$K8S_VERSION" ] && ln -sf "$b-$K8S_VERSION" "$BIN/$b"
@@ -123,4 +135,7 @@ done
 [ -x "$BIN/etcd-$ETCD_VERSION" ] && ln -sf "etcd-$ETCD_VERSION" "$BIN/etcd"
 [ -x "$BIN/jaeger-$JAEGER_VERSION" ] && ln -sf "jaeger-$JAEGER_VERSION" "$BIN/jaeger"
 [ -x "$BIN/coredns-$COREDNS_VERSION" ] && ln -sf "coredns-$COREDNS_VERSION" "$BIN/coredns"
+for b in promtool prometheus; do
+  [ -x "$BIN/$b-$PROMETHEUS_VERSION" ] && ln -sf "$b-$PROMETHEUS_VERSION" "$BIN/$b"
+done
 printf '%s\n' "$BIN"

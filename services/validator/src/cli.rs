@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_server::ServeArgs;
-use portcullis_server::args::{AdminArgs, ProbeArgs};
 use portcullis_server::args::parse_duration;
+use portcullis_server::args::{AdminArgs, ProbeArgs};
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis validator: a validating admission webhook enforcing

@@ -64,6 +64,20 @@ pub struct Evaluation {
     pub exceeded: Vec<(String, Limit)>,
     /// Audit annotations of the policies that applied, `<policy>.<key>`.
     pub audit_annotations: Vec<(String, String)>,
+    /// Policies that matched but were not evaluated: an exception exempts
+    /// the object from them.
+    pub exempted: Vec<Exempted>,
+}
+
+/// A policy an exception kept from judging the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exempted {
+    /// The policy.
+    pub policy: String,
+    /// The exception's name.
+    pub exception: String,
+    /// The exception's reason.
+    pub reason: String,
 }
 
 /// Evaluates every policy of `set` on `req`; CEL stops at `deadline`.
@@ -80,6 +94,7 @@ pub fn evaluate(
     let subject = req.object.as_ref().or(old);
     let mut findings = Vec::new();
     let mut applied = Vec::new();
+    let mut exempted = Vec::new();
     let mut with_cel = Vec::new();
     for (index, policy) in set.policies.iter().enumerate() {
         match matches(policy, settings, namespaces, req, old) {
@@ -89,6 +104,11 @@ pub fn evaluate(
                 fail(policy, reason, &mut findings);
                 continue;
             }
+        }
+        if let Some(exception) = set.exception_for(&policy.name, req) {
+            let (exception, reason) = (exception.name.clone(), exception.spec.reason.clone());
+            exempted.push(Exempted { policy: policy.name.clone(), exception, reason });
+            continue;
         }
         if let Some(object) = subject {
             let what = describe(req, object);
@@ -128,7 +148,7 @@ pub fn evaluate(
             applied.push(policy.name.clone());
         }
     }
-    Evaluation { findings, applied, exceeded, audit_annotations }
+    Evaluation { findings, applied, exceeded, audit_annotations, exempted }
 }
 
 /// The decision for `findings`: denied when any Deny finding exists (every

@@ -1,6 +1,7 @@
 //! The Portcullis validator: a validating admission webhook.
 //!
-//! `ValidatorPolicy` documents ([`policy`]) select requests by resource,
+//! `ValidatorPolicy` documents ([`policy`]), with `PolicyException`s
+//! ([`exception`]), select requests by resource,
 //! operation, namespace and labels, and check them with built-in rules
 //! ([`rules`]: labels, replicas, Services, images, resources, pod security
 //! for Pods and every pod template) and with CEL in the form of Kubernetes'
@@ -22,6 +23,7 @@ pub mod cel;
 pub mod cli;
 pub mod cost;
 pub mod evaluate;
+pub mod exception;
 pub mod namespaces;
 pub mod offline;
 pub mod pods;

@@ -8,6 +8,7 @@ use portcullis_admission::selector::LabelSelector;
 use serde::Deserialize;
 
 use crate::cel::{self, CelRules};
+use crate::exception::{self, Exception};
 use crate::rules::Rules;
 
 const KIND: &str = "ValidatorPolicy";
@@ -177,11 +178,13 @@ pub struct Policy {
     pub cel: CelRules,
 }
 
-/// Every policy in force.
+/// Every policy in force, and the exceptions to them.
 #[derive(Debug, Default)]
 pub struct PolicySet {
     /// In document order.
     pub policies: Vec<Policy>,
+    /// `PolicyException` documents, in document order.
+    pub exceptions: Vec<Exception>,
 }
 
 impl PolicySet {
@@ -194,7 +197,14 @@ impl PolicySet {
     ) -> Result<Self, PolicyError> {
         let mut policies: Vec<Policy> = Vec::new();
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
-        for (origin, doc) in documents::parse::<Spec>(sources, KIND)? {
+        let mut exceptions = Vec::new();
+        for raw in documents::parse_kinds(sources, &[KIND, exception::KIND])? {
+            if raw.kind == exception::KIND {
+                exceptions.push(raw);
+                continue;
+            }
+            let origin = raw.origin.clone();
+            let doc: documents::Document<Spec> = raw.into_document()?;
             let name = doc.metadata.name;
             if name.trim().is_empty() {
                 return Err(origin.invalid("metadata.name is required").into());
@@ -229,6 +239,28 @@ impl PolicySet {
                 cel,
             });
         }
-        Ok(Self { policies })
+        let names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
+        let mut checked: Vec<Exception> = Vec::new();
+        for raw in exceptions {
+            let origin = raw.origin.clone();
+            let doc: documents::Document<exception::Spec> = raw.into_document()?;
+            let name = doc.metadata.name;
+            if name.trim().is_empty() || checked.iter().any(|e| e.name == name) {
+                return Err(origin.invalid(format!("exception {name:?}: metadata.name must be set and unique")).into());
+            }
+            let exception = Exception::new(name.clone(), doc.spec, &names)
+                .map_err(|m| origin.invalid(format!("exception {name}: {m}")))?;
+            checked.push(exception);
+        }
+        Ok(Self { policies, exceptions: checked })
+    }
+
+    /// The exception, if any, that exempts the object of `req` from `policy` now.
+    pub fn exception_for(&self, policy: &str, req: &portcullis_admission::Request) -> Option<&Exception> {
+        let inner = &req.inner;
+        let object = req.object.as_ref().or(req.old_object.as_ref());
+        let namespace = inner.namespace.as_deref().unwrap_or_default();
+        let now = k8s_openapi::jiff::Timestamp::now();
+        self.exceptions.iter().find(|e| e.exempts(policy, &inner.kind.kind, namespace, &inner.name, object, now))
     }
 }

@@ -13,7 +13,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::evaluate::{Evaluation, NamespaceLabels, Settings, decide, evaluate};
+use crate::evaluate::{Evaluation, Exempted, NamespaceLabels, Settings, decide, evaluate};
 use crate::policy::{Action, PolicySet};
 use crate::workers::Workers;
 
@@ -21,6 +21,13 @@ use crate::workers::Workers;
 struct ExceededLabels {
     policy: String,
     limit: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExemptedLabels {
+    /// Both from the configuration: bounded sets.
+    policy: String,
+    exception: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -49,6 +56,7 @@ pub struct Validator {
     workers: Workers,
     findings: Family<FindingLabels, Counter>,
     exceeded: Family<ExceededLabels, Counter>,
+    exempted: Family<ExemptedLabels, Counter>,
 }
 
 impl std::fmt::Debug for Validator {
@@ -73,6 +81,7 @@ impl Validator {
             workers,
             findings: Family::default(),
             exceeded: Family::default(),
+            exempted: Family::default(),
         }
     }
 
@@ -90,6 +99,11 @@ impl Validator {
             self.exceeded.clone(),
         );
         registry.register(
+            "validator_exceptions_applied",
+            "Requests a PolicyException exempted from a policy, by policy and exception",
+            self.exempted.clone(),
+        );
+        registry.register(
             "validator_cel_costly_waiting",
             "Costly CEL evaluations (past 20,000 units) waiting for their turn on the cores they may use",
             crate::budget::costly_waiting(),
@@ -104,8 +118,13 @@ impl Validator {
     /// Evaluates `req` on the calling thread, CEL stopping at `deadline`,
     /// and returns the findings as well as the decision.
     pub fn review(&self, req: &Request, deadline: Instant) -> (Decision, Vec<crate::evaluate::Finding>) {
-        let Evaluation { findings, applied, exceeded, audit_annotations } =
+        let Evaluation { findings, applied, exceeded, audit_annotations, exempted } =
             evaluate(&self.policies.get(), &self.settings, self.namespaces.as_ref(), req, deadline);
+        for Exempted { policy, exception, reason } in exempted {
+            // An event on the admission span: an exception is never silent.
+            tracing::info!(%policy, %exception, %reason, "policy exception applied");
+            self.exempted.get_or_create(&ExemptedLabels { policy, exception }).inc();
+        }
         for (policy, limit) in exceeded {
             // An event on the admission span as well as a log line.
             tracing::warn!(%policy, limit = limit.as_str(), "CEL budget exceeded");

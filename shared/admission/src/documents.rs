@@ -101,6 +101,34 @@ pub fn parse<'a, S: DeserializeOwned>(
     sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
     kind: &str,
 ) -> Result<Vec<(Origin, Document<S>)>, DocumentError> {
+    parse_kinds(sources, &[kind])?.into_iter().map(|raw| Ok((raw.origin.clone(), raw.into_document()?))).collect()
+}
+
+/// A document of one of the kinds [`parse_kinds`] was asked for, read but
+/// not yet typed.
+#[derive(Debug)]
+pub struct RawDocument {
+    /// Where it came from.
+    pub origin: Origin,
+    /// Its `kind`.
+    pub kind: String,
+    value: serde_yaml::Value,
+}
+
+impl RawDocument {
+    /// The document as a `Document<S>`.
+    pub fn into_document<S: DeserializeOwned>(self) -> Result<Document<S>, DocumentError> {
+        let Origin { file, doc } = self.origin;
+        serde_yaml::from_value(self.value).map_err(|source| DocumentError::Parse { file, doc, source })
+    }
+}
+
+/// Reads every non-empty document of every source, each of [`API_VERSION`]
+/// and one of `kinds` (a file may mix them); any other is an error.
+pub fn parse_kinds<'a>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+    kinds: &[&str],
+) -> Result<Vec<RawDocument>, DocumentError> {
     let mut out = Vec::new();
     for (path, bytes) in sources {
         let file = path.display().to_string();
@@ -112,13 +140,15 @@ pub fn parse<'a, S: DeserializeOwned>(
                 continue;
             }
             let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(parse_error)?;
-            if meta.api_version != API_VERSION || meta.kind != kind {
+            if meta.api_version != API_VERSION || !kinds.contains(&meta.kind.as_str()) {
                 return Err(origin.invalid(format!(
-                    "expected apiVersion {API_VERSION} and kind {kind}, found {:?} {:?}",
-                    meta.api_version, meta.kind
+                    "expected apiVersion {API_VERSION} and kind {}, found {:?} {:?}",
+                    kinds.join(" or "),
+                    meta.api_version,
+                    meta.kind
                 )));
             }
-            out.push((origin, serde_yaml::from_value(value).map_err(parse_error)?));
+            out.push(RawDocument { origin, kind: meta.kind, value });
         }
     }
     Ok(out)

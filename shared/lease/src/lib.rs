@@ -106,9 +106,9 @@ impl Election {
         observer.observe(&spec, now);
         let held_by_me = spec.holder_identity.as_deref() == Some(self.identity.as_str());
         let free = spec.holder_identity.as_deref().is_none_or(str::is_empty);
-        let duration = spec.lease_duration_seconds.map_or(self.lease_duration, |s| {
-            Duration::from_secs(u64::try_from(s).unwrap_or_default())
-        });
+        let duration = spec
+            .lease_duration_seconds
+            .map_or(self.lease_duration, |s| Duration::from_secs(u64::try_from(s).unwrap_or_default()));
         if !held_by_me && !free && !observer.expired(duration, now) {
             return Ok(false);
         }

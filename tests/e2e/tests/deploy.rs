@@ -95,4 +95,26 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     for (verb, resource) in [("get", "pods"), ("list", "namespaces"), ("get", "secrets"), ("get", "configmaps")] {
         assert!(!can_i("portcullis-injector", verb, resource), "injector must not {verb} {resource}");
     }
+
+    // The audit (components/reports) reads what the policies select and
+    // writes only reports and its Lease.
+    let reports = repo().join("deploy/components/reports");
+    for file in ["openreports.io_reports.yaml", "openreports.io_clusterreports.yaml", "rbac.yaml"] {
+        ok(cluster().kubectl(&["apply", "--server-side", "-f", reports.join(file).to_str().unwrap()]));
+    }
+    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd/reports.openreports.io"]));
+    let audit = "portcullis-validator-audit";
+    for (verb, resource) in
+        [("list", "deployments.apps"), ("watch", "pods"), ("patch", "reports.openreports.io"), ("list", "namespaces")]
+    {
+        assert!(can_i(audit, verb, resource), "the audit must be able to {verb} {resource}");
+    }
+    for (verb, resource) in [
+        ("get", "secrets"),
+        ("list", "configmaps"),
+        ("create", "deployments.apps"),
+        ("delete", "reports.openreports.io"),
+    ] {
+        assert!(!can_i(audit, verb, resource), "the audit must not {verb} {resource}");
+    }
 }

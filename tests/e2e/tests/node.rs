@@ -147,7 +147,7 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     ok(deploy);
     let deployments = json(cluster, &["get", "deployments", "-n", NS]);
     let names: Vec<String> = deployments["items"].as_array().unwrap().iter().map(name).collect();
-    assert_eq!(names.len(), 4, "jaeger and the three services: {names:?}");
+    assert_eq!(names.len(), 5, "jaeger, the three services and the audit: {names:?}");
 
     // caBundle set by the in-cluster cert-manager.
     for config in
@@ -205,6 +205,19 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     let denied = err(cluster.kubectl(&["create", "deployment", "web", "-n", APPS, "--image", PAUSE, "--replicas=1"]));
     assert!(denied.contains("denied the request"), "{denied}");
     assert!(denied.contains("spec.replicas is 1, below the minimum of 2"), "{denied}");
+
+    phase("the audit pod reports the running pod: kubectl get reports");
+    let report = eventually("a report for the apps namespace", Duration::from_secs(120), || {
+        let out = cluster.kubectl(&["get", "report", "portcullis-validator", "-n", APPS, "-o", "json"]);
+        let report: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let results = report["results"].as_array()?;
+        results.iter().any(|r| r["resources"][0]["name"] == "app").then_some(report)
+    })
+    .await;
+    let pass = report["summary"]["pass"].as_u64().unwrap_or_default();
+    assert!(pass >= 1, "the pod passes the pod security and image policies: {report}");
+    let listed = ok(cluster.kubectl(&["get", "reports", "-A"]));
+    assert!(listed.contains(APPS) && listed.contains("PASS"), "{listed}");
 
     phase("traces from the webhook pods reach the in-cluster Jaeger");
     let jaeger = pods(cluster, NS, "app.kubernetes.io/name=jaeger");

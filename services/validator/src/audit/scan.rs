@@ -187,7 +187,8 @@ impl Auditor {
             Ok(watcher::Event::Init) => target.listing = Some(results.next_stamp()),
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
                 let namespace = object.metadata.namespace.clone().unwrap_or_default();
-                let id = ObjectId { resource: target.key.clone(), name: object.metadata.name.clone().unwrap_or_default() };
+                let id =
+                    ObjectId { resource: target.key.clone(), name: object.metadata.name.clone().unwrap_or_default() };
                 let stamp = results.next_stamp();
                 if let Some(entry) = self.judge(policies, &target.resource, object, stamp).await {
                     results.put(&namespace, id, entry);
@@ -247,7 +248,13 @@ impl Auditor {
             outcomes(&set, &req.inner.kind.kind, evaluation)
         };
         let outcomes = self.workers.run(job).await.ok()?;
-        Some(Entry { api_version: resource.api_version.clone().into(), kind: resource.kind.clone().into(), uid, stamp, outcomes })
+        Some(Entry {
+            api_version: resource.api_version.clone().into(),
+            kind: resource.kind.clone().into(),
+            uid,
+            stamp,
+            outcomes,
+        })
     }
 
     /// Writes the report of every namespace whose results changed; the
@@ -294,7 +301,7 @@ fn judges(policy: &Policy, kind: &str) -> bool {
 /// One outcome per policy that applied: pass, or the worst of its findings
 /// with every message.
 fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome> {
-    let Evaluation { findings, applied, .. } = evaluation;
+    let Evaluation { findings, applied, exempted, .. } = evaluation;
     let mut outcomes: Vec<Outcome> = applied
         .into_iter()
         .filter_map(|name| set.policies.iter().find(|p| p.name == name))
@@ -306,6 +313,15 @@ fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome>
             message: String::new(),
         })
         .collect();
+    outcomes.extend(exempted.into_iter().filter_map(|e| {
+        let policy = set.policies.iter().find(|p| p.name == e.policy)?;
+        judges(policy, kind).then(|| Outcome {
+            policy: e.policy,
+            action: policy.action,
+            status: Status::Skip,
+            message: format!("exception {}: {}", e.exception, e.reason),
+        })
+    }));
     for finding in findings {
         let status = match (finding.kind, finding.action) {
             (FindingKind::Error, _) => Status::Error,
