@@ -103,7 +103,7 @@ impl Setup {
             out.status.success().then_some(())
         })
         .await;
-        Injector { process, addr }
+        Injector { process, addr, admin }
     }
 }
 
@@ -137,6 +137,8 @@ pub struct Injector {
     pub process: Process,
     /// Its webhook address.
     pub addr: SocketAddr,
+    /// Its admin address.
+    pub admin: SocketAddr,
 }
 
 impl Injector {

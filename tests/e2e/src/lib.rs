@@ -16,6 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod audit;
 pub mod cert_manager;
 pub mod webhook;
 

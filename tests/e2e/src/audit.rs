@@ -1,0 +1,43 @@
+//! The validator's audit as `deploy/components/reports` runs it: the
+//! OpenReports CRDs installed, and `portcullis-validator audit` processes.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::{Process, binaries, cluster, ok, repo, spawn_reporting};
+
+/// Installs the OpenReports CRDs from deploy/components/reports, as a
+/// platform team would, and the namespace the audit's Lease lives in.
+pub fn install_reports() {
+    let cluster = cluster();
+    for crd in ["reports", "clusterreports"] {
+        let file = repo().join(format!("deploy/components/reports/openreports.io_{crd}.yaml"));
+        ok(cluster.kubectl(&["apply", "--server-side", "-f", file.to_str().unwrap()]));
+        ok(cluster.kubectl(&["wait", "--for=condition=Established", &format!("crd/{crd}.openreports.io")]));
+    }
+    let ns = ok(cluster.kubectl(&["create", "namespace", "portcullis-system", "--dry-run=client", "-o", "yaml"]));
+    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &ns));
+}
+
+/// Starts an audit replica named `name` (Lease `lease`) with `extra` flags,
+/// exporting to the cluster's Jaeger as `portcullis-validator-audit`;
+/// returns it with its admin address.
+pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process, SocketAddr) {
+    let cluster = cluster();
+    let mut command = Command::new(binaries().join("portcullis-validator"));
+    command
+        .arg("audit")
+        .arg("--policy")
+        .arg(policy)
+        .args(["--admin-listen", "127.0.0.1:0", "--lease", lease, "--pod-name", name])
+        .args(["--policy-reload-interval", "500ms", "--report-delay", "500ms"])
+        .args(extra)
+        .env("KUBECONFIG", cluster.var("KUBECONFIG"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))
+        .env("OTEL_SERVICE_NAME", "portcullis-validator-audit")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+        .stderr(Stdio::inherit());
+    let (process, addrs) = spawn_reporting(command, &["admin"], false);
+    (process, addrs[0])
+}
