@@ -21,7 +21,7 @@ fn bench(c: &mut Criterion) {
     let sources = vec![(Path::new("config.yaml").to_path_buf(), config.as_bytes().to_vec())];
     let injector = Arc::new(Injector::new(portcullis_injector::serve::parse(&sources).unwrap_or_default()));
     let metrics = Arc::new(Metrics::new(|_| {}));
-    let router = portcullis_server::webhook::router("/mutate", injector, metrics, Duration::from_secs(10));
+    let router = portcullis_server::webhook::router("/mutate", injector, metrics, None, Duration::from_secs(10));
     // Logs off (warn level, nothing logged on success): spans only.
     let args = LogArgs { log_level: "warn".into(), log_format: LogFormat::Plain };
     // A real collector: the Jaeger that scripts/build-control-plane.sh built.

@@ -23,6 +23,9 @@ pub struct ServeArgs {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub tls: TlsArgs,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub capture: crate::capture::CaptureArgs,
 }
 
 /// The plain-HTTP admin listener (`/healthz`, `/readyz`, `/metrics`).

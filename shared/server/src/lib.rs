@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod args;
+pub mod capture;
 pub mod cert_manager;
 pub mod current;
 pub mod metrics;

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, ReadyCheck};
 use crate::args::ServeArgs;
+use crate::capture::Capture;
 use crate::metrics::Metrics;
 use crate::serve::{Limits, serve_tls};
 use crate::tls::{TlsError, error_chain, resolver_from_args, server_config};
@@ -34,6 +35,9 @@ pub enum RunError {
     /// The admin server failed.
     #[error("admin server")]
     Admin(#[source] std::io::Error),
+    /// `--capture-dir` cannot be created.
+    #[error("capture directory")]
+    Capture(#[source] std::io::Error),
 }
 
 /// Serves `webhook` at `POST path` over HTTPS and the admin endpoints over
@@ -58,7 +62,8 @@ pub async fn serve_webhook<W: Webhook>(
         admin = %admin_listener.local_addr().map_err(|source| RunError::Bind { addr: args.admin.admin_listen, source })?,
         "serving POST {path} over HTTPS; /healthz, /readyz and /metrics over HTTP"
     );
-    let app = webhook::router(path, webhook, metrics.clone(), args.request_timeout);
+    let capture = Capture::start(&args.capture).map_err(RunError::Capture)?;
+    let app = webhook::router(path, webhook, metrics.clone(), capture, args.request_timeout);
     let cert_ready = resolver.clone();
     let admin_app = admin::router(Arc::new(move || cert_ready.is_ready() && ready()), metrics);
     let limits = Limits { request_timeout: args.request_timeout, shutdown_grace: args.shutdown_grace };

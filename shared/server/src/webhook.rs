@@ -16,6 +16,7 @@ use tower_http::timeout::TimeoutLayer;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
+use crate::capture::Capture;
 use crate::metrics::{Metrics, RequestLabels};
 
 /// The largest AdmissionReview accepted. The API server's own request limit
@@ -71,20 +72,27 @@ impl IntoResponse for ApiError {
 struct HandlerState<W> {
     webhook: Arc<W>,
     metrics: Arc<Metrics>,
+    capture: Option<Arc<Capture>>,
 }
 
 impl<W> Clone for HandlerState<W> {
     fn clone(&self) -> Self {
-        Self { webhook: self.webhook.clone(), metrics: self.metrics.clone() }
+        Self { webhook: self.webhook.clone(), metrics: self.metrics.clone(), capture: self.capture.clone() }
     }
 }
 
 /// A router serving `webhook` at `path` (POST), with the body limit and the
 /// whole-request timeout (408) applied.
-pub fn router<W: Webhook>(path: &str, webhook: Arc<W>, metrics: Arc<Metrics>, request_timeout: Duration) -> Router {
+pub fn router<W: Webhook>(
+    path: &str,
+    webhook: Arc<W>,
+    metrics: Arc<Metrics>,
+    capture: Option<Arc<Capture>>,
+    request_timeout: Duration,
+) -> Router {
     Router::new()
         .route(path, post(handle::<W>))
-        .with_state(HandlerState { webhook, metrics })
+        .with_state(HandlerState { webhook, metrics, capture })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout))
 }
@@ -110,14 +118,15 @@ async fn handle<W: Webhook>(
         patch_operations = Empty,
         warnings = Empty,
     );
-    portcullis_telemetry::continue_trace(&span, &headers);
-    answer(state, body, span.clone()).instrument(span).await
+    let trace_id = portcullis_telemetry::continue_trace(&span, &headers);
+    answer(state, body, span.clone(), trace_id).instrument(span).await
 }
 
 async fn answer<W: Webhook>(
     state: HandlerState<W>,
     body: Result<Bytes, BytesRejection>,
     span: tracing::Span,
+    trace_id: Option<String>,
 ) -> Response {
     let started = Instant::now();
     let metrics = &state.metrics;
@@ -137,6 +146,9 @@ async fn answer<W: Webhook>(
         Ok(req) => req,
         Err(err) => return invalid(ApiError::bad_request(err.to_string())),
     };
+    if let Some(capture) = &state.capture {
+        capture.offer(&req, &body, trace_id.as_deref());
+    }
     let inner = &req.inner;
     let operation = operation_label(&inner.operation);
     span.record("uid", inner.uid.as_str());

@@ -175,7 +175,8 @@ pub fn extract_context(headers: &http::HeaderMap) -> opentelemetry::Context {
 /// records its `trace_id` (and, when spans are exported, `span_id`) as
 /// fields of `span`, so that every log line inside it carries them. The
 /// span must declare both fields (as `tracing::field::Empty`).
-pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
+/// Returns the trace id recorded, if any.
+pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) -> Option<String> {
     use opentelemetry::trace::TraceContextExt as _;
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
     let remote = extract_context(headers);
@@ -186,12 +187,18 @@ pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
     let context = span.context();
     let own = context.span().span_context().clone();
     if own.is_valid() {
-        span.record("trace_id", own.trace_id().to_string().as_str());
+        let trace_id = own.trace_id().to_string();
+        span.record("trace_id", trace_id.as_str());
         span.record("span_id", own.span_id().to_string().as_str());
+        Some(trace_id)
     } else if remote_trace != opentelemetry::trace::TraceId::INVALID {
         // Not exporting: still log the caller's trace id, to find the API
         // server's side of the request.
-        span.record("trace_id", remote_trace.to_string().as_str());
+        let trace_id = remote_trace.to_string();
+        span.record("trace_id", trace_id.as_str());
+        Some(trace_id)
+    } else {
+        None
     }
 }
 

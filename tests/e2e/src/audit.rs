@@ -22,7 +22,8 @@ pub fn install_reports() {
 
 /// Starts an audit replica named `name` (Lease `lease`) with `extra` flags,
 /// exporting to the cluster's Jaeger as `portcullis-validator-audit`;
-/// returns it with its admin address.
+/// returns it with its admin address. Its log goes to the test's output
+/// when `PORTCULLIS_E2E_ECHO` is set.
 pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process, SocketAddr) {
     let cluster = cluster();
     let mut command = Command::new(binaries().join("portcullis-validator"));
@@ -38,6 +39,6 @@ pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process
         .env("OTEL_SERVICE_NAME", "portcullis-validator-audit")
         .env("OTEL_BSP_SCHEDULE_DELAY", "200")
         .stderr(Stdio::inherit());
-    let (process, addrs) = spawn_reporting(command, &["admin"], false);
+    let (process, addrs) = spawn_reporting(command, &["admin"], std::env::var_os("PORTCULLIS_E2E_ECHO").is_some());
     (process, addrs[0])
 }

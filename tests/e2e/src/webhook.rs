@@ -221,7 +221,7 @@ impl Registration {
                 "ValidatingWebhookConfiguration",
                 "validate.portcullis.dev",
                 vec![
-                    rule(&[""], &["pods", "services", "configmaps"], &["CREATE", "UPDATE"]),
+                    rule(&[""], &["pods", "services", "configmaps", "secrets"], &["CREATE", "UPDATE"]),
                     rule(
                         &["apps"],
                         &["deployments", "deployments/scale", "statefulsets", "statefulsets/scale"],
