@@ -75,8 +75,19 @@ impl std::fmt::Debug for Auditor {
 struct Target {
     resource: ApiResource,
     key: Arc<str>,
-    /// The stamp at which its current list began, while it is listing.
-    listing: Option<u64>,
+    list: List,
+}
+
+/// Where a watched resource's list stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    /// The watch has not started listing yet.
+    Pending,
+    /// Listing, since the stamp: what was judged before it is stale once
+    /// the list is done.
+    Since(u64),
+    /// Listed (or left out: the audit may not read it); changes follow.
+    Done,
 }
 
 impl Auditor {
@@ -125,7 +136,7 @@ impl Auditor {
         });
         let mut events = stream::select_all(watches);
         let mut span = Some(span);
-        let mut listed = targets.is_empty();
+        let mut listed = false;
         let mut flush = tokio::time::interval(self.report_delay);
         let next_pass = tokio::time::sleep(self.interval);
         tokio::pin!(next_pass);
@@ -137,7 +148,7 @@ impl Auditor {
                 _ = flush.tick() => {}
                 () = &mut next_pass => return,
             }
-            if !listed && targets.iter().all(|t| t.listing.is_none()) {
+            if !listed && targets.iter().all(|t| t.list == List::Done) {
                 listed = true;
                 // Objects of resources this pass no longer watches are gone.
                 let keys: BTreeSet<Arc<str>> = targets.iter().map(|t| t.key.clone()).collect();
@@ -169,7 +180,7 @@ impl Auditor {
                 let selected = policies.policies.iter().any(|p| audits(p, &resource));
                 if selected {
                     let key = format!("{}/{}", resource.api_version, resource.plural).into();
-                    targets.push(Target { resource, key, listing: None });
+                    targets.push(Target { resource, key, list: List::Pending });
                 }
             }
         }
@@ -184,7 +195,7 @@ impl Auditor {
         results: &mut Results,
     ) {
         match event {
-            Ok(watcher::Event::Init) => target.listing = Some(results.next_stamp()),
+            Ok(watcher::Event::Init) => target.list = List::Since(results.next_stamp()),
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
                 let namespace = object.metadata.namespace.clone().unwrap_or_default();
                 let id =
@@ -200,10 +211,11 @@ impl Auditor {
                 results.remove(&namespace, &id);
             }
             Ok(watcher::Event::InitDone) => {
-                if let Some(since) = target.listing.take() {
+                if let List::Since(since) = target.list {
                     let key = target.key.clone();
                     results.sweep(|id, entry| id.resource == key && entry.stamp < since);
                 }
+                target.list = List::Done;
             }
             Err(err) => {
                 tracing::warn!(resource = %target.key, error = %err, "cannot list or watch; retrying with backoff");
@@ -212,7 +224,7 @@ impl Auditor {
                 if let watcher::Error::InitialListFailed(kube::Error::Api(status)) = &err
                     && matches!(status.code, 403 | 404)
                 {
-                    target.listing = None;
+                    target.list = List::Done;
                 }
             }
         }
