@@ -169,13 +169,13 @@ impl Rules {
         }
         let mut kinds = std::collections::BTreeSet::new();
         if self.replicas.is_some() {
-            kinds.extend(["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"]);
+            kinds.extend(REPLICATED_KINDS);
         }
         if self.services.is_some() {
             kinds.insert("Service");
         }
         if self.images.is_some() || self.resources.is_some() || self.pod_security.is_some() {
-            kinds.extend(crate::pods::POD_KINDS);
+            kinds.extend(crate::pods::pod_kinds());
         }
         Some(kinds)
     }
@@ -242,10 +242,13 @@ impl Rules {
     }
 }
 
+/// Kinds with `spec.replicas` (default 1) that `replicas` bounds, besides `Scale`.
+const REPLICATED_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"];
+
 fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(String)) {
     let default = match kind {
-        "Deployment" | "StatefulSet" | "ReplicaSet" | "ReplicationController" => 1,
         "Scale" => 0,
+        _ if REPLICATED_KINDS.contains(&kind) => 1,
         _ => return,
     };
     let replicas = object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(default);
