@@ -92,6 +92,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Fail, warn and error results together.
+    pub fn violations(&self) -> u64 {
+        self.fail + self.warn + self.error
+    }
+
     fn add(&mut self, status: Status) {
         match status {
             Status::Pass => self.pass += 1,
@@ -168,6 +173,14 @@ impl Results {
         self.namespaces.values().map(BTreeMap::len).sum()
     }
 
+    /// The summary of every namespace together.
+    pub fn totals(&self) -> Summary {
+        let mut summary = Summary::default();
+        let outcomes = self.namespaces.values().flat_map(BTreeMap::values).flat_map(|e| &e.outcomes);
+        outcomes.for_each(|o| summary.add(o.status));
+        summary
+    }
+
     /// The summary of `namespace` and its results, worst first, at most
     /// `max` of them (the summary counts all).
     pub fn report(&self, namespace: &str, max: usize) -> (Summary, Vec<(&ObjectId, &Entry, &Outcome)>) {
@@ -236,6 +249,8 @@ mod tests {
         assert_eq!(summary, Summary { pass: 2, fail: 1, warn: 1, error: 1, skip: 0 });
         let statuses: Vec<Status> = shown.iter().map(|r| r.2.status).collect();
         assert_eq!(statuses, [Status::Error, Status::Fail, Status::Warn]);
+        results.put("b", id("cm-0"), entry(1, &[("p", Status::Fail)]));
+        assert_eq!(results.totals().violations(), 4, "every namespace counts");
     }
 
     #[test]

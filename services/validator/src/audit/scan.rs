@@ -153,7 +153,9 @@ impl Auditor {
                 // Objects of resources this pass no longer watches are gone.
                 let keys: BTreeSet<Arc<str>> = targets.iter().map(|t| t.key.clone()).collect();
                 results.sweep(|id, _| !keys.contains(&id.resource));
-                let (objects, violations) = (results.objects(), self.write_reports(results).await);
+                self.write_reports(results).await;
+                // Over every namespace, not only those whose report changed.
+                let (objects, violations) = (results.objects(), results.totals().violations());
                 self.metrics.pass_finished(started.elapsed().as_secs_f64(), objects);
                 if let Some(span) = span.take() {
                     span.record("objects", objects);
@@ -269,15 +271,11 @@ impl Auditor {
         })
     }
 
-    /// Writes the report of every namespace whose results changed; the
-    /// number of violations (fail, warn, error) in them.
-    async fn write_reports(&self, results: &mut Results) -> u64 {
-        let mut violations = 0;
+    /// Writes the report of every namespace whose results changed.
+    async fn write_reports(&self, results: &mut Results) {
         for namespace in results.take_dirty() {
             self.metrics.update(results, &namespace);
             let report = report::build(results, &namespace, self.max_results, Timestamp::now());
-            let summary = &report["summary"];
-            violations += ["fail", "warn", "error"].iter().filter_map(|k| summary[k].as_u64()).sum::<u64>();
             match report::write(&self.client, &namespace, &report).await {
                 Ok(()) => self.metrics.report_written(true),
                 Err(err) => {
@@ -287,7 +285,6 @@ impl Auditor {
                 }
             }
         }
-        violations
     }
 }
 
