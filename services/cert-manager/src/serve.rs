@@ -85,11 +85,10 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 namespace: args.namespace.clone(),
                 configmap: args.ca_configmap.clone(),
             };
-            let identity = args.pod_name.clone().unwrap_or_else(|| format!("cert-manager-{}", std::process::id()));
             let election = Election::new(
                 args.namespace.clone(),
                 args.lease.clone(),
-                identity,
+                args.pod_name.clone(),
                 "the signer and the caBundle controller",
             );
             tokio::spawn(election.run(client.clone(), shutdown.clone(), move |leading| work.clone().run(leading)));

@@ -46,8 +46,10 @@ pub struct Election {
 
 impl Election {
     /// An election for Lease `namespace/name` with client-go's usual
-    /// timings scaled down: 15 s leases, looked at every 5 s.
-    pub fn new(namespace: String, name: String, identity: String, work: &'static str) -> Self {
+    /// timings scaled down: 15 s leases, looked at every 5 s. This replica
+    /// is `pod_name` in the Lease, or `<name>-<pid>` without one.
+    pub fn new(namespace: String, name: String, pod_name: Option<String>, work: &'static str) -> Self {
+        let identity = pod_name.unwrap_or_else(|| format!("{name}-{}", std::process::id()));
         Self { namespace, name, identity, lease_duration: Duration::from_secs(15), retry: Duration::from_secs(5), work }
     }
 

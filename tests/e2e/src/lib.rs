@@ -197,6 +197,21 @@ pub fn spawn_reporting(mut command: Command, keys: &[&str], echo: bool) -> (Proc
     }
 }
 
+/// `deploy/overlays/<overlay>` with `deploy/components/<component>` added,
+/// as a platform team's own overlay would be written (kustomize takes only
+/// relative paths), rendered by kubectl's kustomize.
+pub fn render_with_component(overlay: &str, component: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let up = "../".repeat(dir.path().components().count());
+    let deploy = format!("{up}{}", repo().join("deploy").to_str().unwrap().trim_start_matches('/'));
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!("resources: [{deploy}/overlays/{overlay}]\ncomponents: [{deploy}/components/{component}]\n"),
+    )
+    .unwrap();
+    ok(cluster().kubectl(&["kustomize", dir.path().to_str().unwrap()]))
+}
+
 /// A name unique to this test run: `prefix-<pid>-<n>`.
 pub fn unique(prefix: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};

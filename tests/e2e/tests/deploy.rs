@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use portcullis_e2e::{cluster, err, ok, repo};
+use portcullis_e2e::{cluster, err, ok, render_with_component, repo};
 
 fn render(overlay: &str) -> String {
     let dir = repo().join("deploy/overlays").join(overlay);
@@ -43,15 +43,7 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     }
     // An environment's overlay with the kubelet-serving component, as a
     // platform team would write it.
-    let overlay = tempfile::tempdir().unwrap();
-    let up = "../".repeat(overlay.path().components().count());
-    let deploy = format!("{up}{}", repo().join("deploy").to_str().unwrap().trim_start_matches('/'));
-    std::fs::write(
-        overlay.path().join("kustomization.yaml"),
-        format!("resources: [{deploy}/overlays/prod]\ncomponents: [{deploy}/components/kubelet-serving-signer]\n"),
-    )
-    .unwrap();
-    let kubelet_serving = ok(cluster().kubectl(&["kustomize", overlay.path().to_str().unwrap()]));
+    let kubelet_serving = render_with_component("prod", "kubelet-serving-signer");
     for wanted in
         ["value: kubernetes.io/kubelet-serving", "value: system:node:portcullis-injector", "name: kube-root-ca.crt"]
     {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use portcullis_e2e::cert_manager::Setup;
 use portcullis_e2e::webhook::{Kind, Webhook};
-use portcullis_e2e::{Process, cluster, eventually, metric, ok, repo, unique};
+use portcullis_e2e::{Process, cluster, eventually, metric, ok, render_with_component, repo, unique};
 use portcullis_server::TlsArgs;
 use serde_json::{Value, json};
 
@@ -62,15 +62,7 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
 
     // The component renders in an overlay: PodMonitor, PrometheusRule and
     // the dashboard ConfigMap for Grafana's sidecar.
-    let overlay = tempfile::tempdir().unwrap();
-    let up = "../".repeat(overlay.path().components().count());
-    let deploy = format!("{up}{}", repo().join("deploy").to_str().unwrap().trim_start_matches('/'));
-    std::fs::write(
-        overlay.path().join("kustomization.yaml"),
-        format!("resources: [{deploy}/overlays/prod]\ncomponents: [{deploy}/components/monitoring]\n"),
-    )
-    .unwrap();
-    let rendered = ok(cluster().kubectl(&["kustomize", overlay.path().to_str().unwrap()]));
+    let rendered = render_with_component("prod", "monitoring");
     for wanted in ["kind: PodMonitor", "kind: PrometheusRule", "grafana_dashboard: \"1\"", "dashboard.json: |"] {
         assert!(rendered.contains(wanted), "the monitoring component renders {wanted}");
     }

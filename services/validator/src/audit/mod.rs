@@ -55,8 +55,8 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
         report_delay: args.report_delay,
         max_results: args.max_results,
     };
-    let identity = args.pod_name.clone().unwrap_or_else(|| format!("validator-audit-{}", std::process::id()));
-    let election = Election::new(args.policy.portcullis_namespace.clone(), args.lease.clone(), identity, "the audit");
+    let namespace = args.policy.portcullis_namespace.clone();
+    let election = Election::new(namespace, args.lease.clone(), args.pod_name.clone(), "the audit");
     tokio::spawn(election.run(client, shutdown.clone(), move |leading| auditor.clone().run(leading)));
 
     let listener = TcpListener::bind(args.admin.admin_listen)
