@@ -25,8 +25,7 @@ pub const MAX_EXPRESSION_LEN: usize = 5_000;
 /// ValidatingAdmissionPolicy variables Portcullis does not bind, and why:
 /// an expression using one is refused at load rather than failing on every
 /// request.
-const UNSUPPORTED_VARIABLES: [(&str, &str); 3] = [
-    ("params", "paramKind/paramRef are not supported; put the values in the policy or in `variables`"),
+const UNSUPPORTED_VARIABLES: [(&str, &str); 2] = [
     ("namespaceObject", "the namespace object is not bound; use `spec.match.namespaceSelector` for its labels"),
     ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)"),
 ];
@@ -240,9 +239,28 @@ impl CelRules {
         self.match_conditions.is_empty() && self.validations.is_empty()
     }
 
-    /// Evaluates against `bindings` under `limits`, stopping at `deadline`
-    /// (see [`crate::budget`]).
-    pub fn evaluate(&self, bindings: &Bindings, limits: Limits, deadline: Instant) -> Outcome {
+    /// Whether any expression reads `variable` (`params`, ...).
+    pub fn reads(&self, variable: &str) -> bool {
+        let validations =
+            self.validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression));
+        self.match_conditions
+            .iter()
+            .chain(&self.variables)
+            .chain(validations)
+            .chain(self.audit_annotations.iter().map(|(_, c)| c))
+            .any(|c| c.program.references().has_variable(variable))
+    }
+
+    /// Evaluates against `bindings` and `params` (`null` without
+    /// `paramKind`) under `limits`, stopping at `deadline` (see
+    /// [`crate::budget`]).
+    pub fn evaluate(
+        &self,
+        bindings: &Bindings,
+        params: Option<&dyn Val>,
+        limits: Limits,
+        deadline: Instant,
+    ) -> Outcome {
         let meter = Meter::new(limits, deadline);
         let mut current = "";
         let outcome = ROOT.with(|root| {
@@ -253,6 +271,7 @@ impl CelRules {
             ctx.add_variable_borrowed("object", bindings.object.as_ref());
             ctx.add_variable_borrowed("oldObject", bindings.old_object.as_ref());
             ctx.add_variable_borrowed("request", bindings.request.as_ref());
+            ctx.add_variable_borrowed("params", params.unwrap_or(&CelNull));
             self.evaluate_in(&mut ctx, &meter, &mut current)
         });
         match meter.stopped() {

@@ -82,8 +82,9 @@ pub struct Serve {
     #[arg(long, env = "PORTCULLIS_POLICY_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
     pub policy_reload_interval: Duration,
     /// Watch Namespaces (list/watch, metadata only) so that policies can use
-    /// `namespaceSelector`. Uses the in-cluster service account or
-    /// KUBECONFIG. Without it, such policies follow their failure policy.
+    /// `namespaceSelector`, and the objects of every `paramKind` a policy
+    /// reads. Uses the in-cluster service account or KUBECONFIG. Without
+    /// it, such policies follow their failure policy.
     #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_namespaces: bool,
     /// Threads that evaluate requests, started once: the most requests
@@ -106,6 +107,10 @@ pub struct Check {
     /// `-` reads standard input. Repeat for several.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
+    /// Parameter objects (`paramKind`) for the policies, as the cluster
+    /// would hold them; not judged themselves. Repeat for several.
+    #[arg(long = "params")]
+    pub params: Vec<PathBuf>,
 }
 
 /// `audit` flags.

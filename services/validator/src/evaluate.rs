@@ -8,7 +8,8 @@ use portcullis_admission::{Decision, Operation, Request};
 use serde_json::{Value, json};
 
 use crate::budget::{Limit, Limits};
-use crate::cel::{Bindings, Outcome};
+use crate::cel::{Bindings, Outcome, to_cel};
+use crate::params::{self, NotFoundAction, ParamSource};
 use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
 
 /// One violation (or evaluation failure) found by one policy.
@@ -80,14 +81,26 @@ pub struct Exempted {
     pub reason: String,
 }
 
+/// What the evaluation reads of the cluster besides the request, all of it
+/// kept in memory: the admission path never calls the API.
+#[derive(Clone, Copy)]
+#[allow(missing_debug_implementations)] // trait objects without Debug
+pub struct Cluster<'a> {
+    /// Namespace labels, for `namespaceSelector`.
+    pub namespaces: &'a dyn NamespaceLabels,
+    /// Parameter objects, for `paramKind`.
+    pub params: &'a dyn ParamSource,
+}
+
 /// Evaluates every policy of `set` on `req`; CEL stops at `deadline`.
 pub fn evaluate(
     set: &PolicySet,
     settings: &Settings,
-    namespaces: &dyn NamespaceLabels,
+    cluster: Cluster<'_>,
     req: &Request,
     deadline: Instant,
 ) -> Evaluation {
+    let namespaces = cluster.namespaces;
     let inner = &req.inner;
     let old = req.old_object.as_ref();
     // DELETE has only the old object; every other operation is judged on the new one.
@@ -129,23 +142,47 @@ pub fn evaluate(
         let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
         for index in with_cel {
             let policy = &set.policies[index];
-            match policy.cel.evaluate(&bindings, settings.cel_limits, deadline) {
-                Outcome::NotMatched => continue,
-                Outcome::Passed(annotations) => annotate(&mut audit_annotations, policy, annotations),
-                Outcome::Violations(v, annotations) => {
-                    let what = subject.map(|o| describe(req, o)).unwrap_or_default();
-                    for (message, reason) in v {
-                        findings.push(finding(policy, format!("{what}: {message}"), reason.code()));
+            let objects = match &policy.params {
+                None => vec![None],
+                Some(p) => match params::collect(cluster.params, p, inner.namespace.as_deref().unwrap_or_default()) {
+                    Ok(found) if found.is_empty() && p.not_found == NotFoundAction::Allow => Vec::new(),
+                    Ok(found) if found.is_empty() => {
+                        fail(policy, format!("failed to configure binding: {}", params::NOT_FOUND), &mut findings);
+                        Vec::new()
                     }
-                    annotate(&mut audit_annotations, policy, annotations);
-                }
-                Outcome::Error(reason) => fail(policy, reason, &mut findings),
-                Outcome::Exceeded { limit, message } => {
-                    exceeded.push((policy.name.clone(), limit));
-                    fail(policy, message, &mut findings);
+                    Ok(found) => found.into_iter().map(Some).collect(),
+                    Err(reason) => {
+                        fail(policy, format!("failed to configure binding: {reason}"), &mut findings);
+                        Vec::new()
+                    }
+                },
+            };
+            let mut matched = policy.params.is_some();
+            // With a selector, the policy is judged once per parameter object.
+            for object in objects {
+                let params = object.as_ref().map(to_cel);
+                let outcome = policy.cel.evaluate(&bindings, params.as_deref(), settings.cel_limits, deadline);
+                matched |= outcome != Outcome::NotMatched;
+                match outcome {
+                    Outcome::NotMatched => {}
+                    Outcome::Passed(annotations) => annotate(&mut audit_annotations, policy, annotations),
+                    Outcome::Violations(v, annotations) => {
+                        let what = subject.map(|o| describe(req, o)).unwrap_or_default();
+                        for (message, reason) in v {
+                            push_once(&mut findings, finding(policy, format!("{what}: {message}"), reason.code()));
+                        }
+                        annotate(&mut audit_annotations, policy, annotations);
+                    }
+                    Outcome::Error(reason) => fail(policy, reason, &mut findings),
+                    Outcome::Exceeded { limit, message } => {
+                        exceeded.push((policy.name.clone(), limit));
+                        fail(policy, message, &mut findings);
+                    }
                 }
             }
-            applied.push(policy.name.clone());
+            if matched {
+                applied.push(policy.name.clone());
+            }
         }
     }
     Evaluation { findings, applied, exceeded, audit_annotations, exempted }
@@ -180,12 +217,23 @@ fn finding(policy: &Policy, message: String, code: u16) -> Finding {
     Finding { policy: policy.name.clone(), action: policy.action, message, code, kind: FindingKind::Violation }
 }
 
+/// Adds `finding` unless the same policy already said the same (a policy
+/// judged once per parameter object may find the same thing twice).
+fn push_once(findings: &mut Vec<Finding>, finding: Finding) {
+    if !findings.contains(&finding) {
+        findings.push(finding);
+    }
+}
+
 fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
     match policy.failure_policy {
-        FailurePolicy::Fail => findings.push(Finding {
-            kind: FindingKind::Error,
-            ..finding(policy, format!("policy could not be evaluated: {reason}"), 403)
-        }),
+        FailurePolicy::Fail => push_once(
+            findings,
+            Finding {
+                kind: FindingKind::Error,
+                ..finding(policy, format!("policy could not be evaluated: {reason}"), 403)
+            },
+        ),
         FailurePolicy::Ignore => {
             tracing::warn!(policy = %policy.name, %reason, "policy could not be evaluated; ignored (failurePolicy: Ignore)");
         }

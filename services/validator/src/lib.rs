@@ -5,7 +5,8 @@
 //! operation, namespace and labels, and check them with built-in rules
 //! ([`rules`]: labels, replicas, Services, images, resources, pod security
 //! for Pods and every pod template) and with CEL in the form of Kubernetes'
-//! ValidatingAdmissionPolicy ([`cel`]). [`evaluate`] runs the set over one
+//! ValidatingAdmissionPolicy ([`cel`]), reading parameter objects of the
+//! cluster as `params` ([`params`]). [`evaluate`] runs the set over one
 //! request: pure and with no I/O; CEL counts its cost as it runs and stops
 //! at its budget ([`budget`], [`cost`] for the estimate at load), and the
 //! webhook evaluates on a fixed pool of threads ([`workers`]), never on the
@@ -26,6 +27,7 @@ pub mod evaluate;
 pub mod exception;
 pub mod namespaces;
 pub mod offline;
+pub mod params;
 pub mod pods;
 pub mod policy;
 pub mod rules;

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::cli::Check;
 use crate::evaluate::NamespaceLabels;
+use crate::params::FileParams;
 use crate::policy::Action;
 use crate::serve::{parse, settings};
 use crate::webhook::Validator;
@@ -46,9 +47,15 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
             Some((name, labels.unwrap_or_default()))
         })
         .collect();
+    let mut params = Vec::new();
+    for file in &args.params {
+        let input = manifest::read_input(file).context("reading the parameter objects")?;
+        params.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
+    }
     // Evaluated here, on this thread: the workers serve the webhook only.
     let workers = Workers::new(1)?;
-    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)), workers);
+    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)), workers)
+        .with_params(Arc::new(FileParams::new(params)));
     let mut all_allowed = true;
     for object in objects {
         let review = manifest::as_review(object)?;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::cel::{self, CelRules};
 use crate::exception::{self, Exception};
+use crate::params::{ParamKind, Params};
 use crate::rules::Rules;
 
 const KIND: &str = "ValidatorPolicy";
@@ -89,6 +90,8 @@ struct Spec {
     validations: Vec<cel::Validation>,
     #[serde(default)]
     audit_annotations: Vec<cel::AuditAnnotation>,
+    param_kind: Option<ParamKind>,
+    param_ref: Option<serde_json::Value>,
 }
 
 /// Which requests a policy looks at.
@@ -176,6 +179,8 @@ pub struct Policy {
     pub rules: Rules,
     /// CEL match conditions, variables and validations.
     pub cel: CelRules,
+    /// `paramKind` and `paramRef`: the objects CEL reads as `params`.
+    pub params: Option<Params>,
 }
 
 /// Every policy in force, and the exceptions to them.
@@ -229,6 +234,16 @@ impl PolicySet {
             if spec.rules.is_empty() && cel.validations.is_empty() {
                 return Err(invalid("has neither rules nor validations".into()).into());
             }
+            let params = Params::from_spec(spec.param_kind, spec.param_ref).map_err(invalid)?;
+            match &params {
+                Some(_) if cel.validations.is_empty() => {
+                    return Err(invalid("paramKind is set but no CEL validation could read params".into()).into());
+                }
+                None if cel.reads("params") => {
+                    return Err(invalid("an expression reads `params` but the policy has no paramKind".into()).into());
+                }
+                _ => {}
+            }
             origins.insert(name.clone(), origin);
             policies.push(Policy {
                 name,
@@ -237,6 +252,7 @@ impl PolicySet {
                 matching: spec.matching,
                 rules: spec.rules,
                 cel,
+                params,
             });
         }
         let names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
@@ -253,6 +269,11 @@ impl PolicySet {
             checked.push(exception);
         }
         Ok(Self { policies, exceptions: checked })
+    }
+
+    /// Every `paramKind` a policy reads.
+    pub fn param_kinds(&self) -> std::collections::BTreeSet<ParamKind> {
+        self.policies.iter().filter_map(|p| p.params.as_ref()).map(|p| p.kind.clone()).collect()
     }
 
     /// The exception, if any, that exempts the object of `req` from `policy` now.

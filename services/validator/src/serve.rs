@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_server::admin::ReadyCheck;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{Metrics, shutdown_signal, watch};
 
@@ -10,6 +11,7 @@ use crate::budget::Limits;
 use crate::cli::{PolicyArgs, Serve};
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::namespaces::WatchedNamespaces;
+use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
 use crate::workers::Workers;
@@ -21,25 +23,41 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let initial = watch::read_all(&paths).context("reading the policies")?;
     let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
     log_policies("policies loaded", &policies);
-    let (namespaces, ready): (Arc<dyn NamespaceLabels>, portcullis_server::admin::ReadyCheck) = if args.watch_namespaces
-    {
+    // Namespaces and parameter objects are watched when the API is in use;
+    // without it no namespace labels and no parameter objects are known.
+    let client = if args.watch_namespaces {
         let client = kube::Client::try_default()
             .await
             .context("connecting to the Kubernetes API to watch Namespaces (or pass --watch-namespaces=false)")?;
-        let watched = WatchedNamespaces::start(client, shutdown.clone());
-        let ready = watched.clone();
-        (Arc::new(watched), Arc::new(move || ready.is_ready()))
+        Some(client)
     } else {
-        (Arc::new(NoNamespaces), Arc::new(|| true))
+        None
+    };
+    let (namespaces, params, ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) = match client {
+        Some(client) => {
+            let watched = WatchedNamespaces::start(client.clone(), shutdown.clone());
+            let params = WatchedParams::new(client, shutdown.clone());
+            params.watch(policies.param_kinds());
+            let (ready_namespaces, ready_params) = (watched.clone(), params.clone());
+            (Arc::new(watched), Some(params), Arc::new(move || ready_namespaces.is_ready() && ready_params.is_ready()))
+        }
+        None => (Arc::new(NoNamespaces), None, Arc::new(|| true)),
     };
     let workers = Workers::new(args.evaluation_threads).context("starting the evaluation threads")?;
-    let validator = Arc::new(Validator::new(policies, settings(&args.policy), namespaces, workers));
+    let mut validator = Validator::new(policies, settings(&args.policy), namespaces, workers);
+    if let Some(params) = &params {
+        validator = validator.with_params(params.clone());
+    }
+    let validator = Arc::new(validator);
     let metrics = Arc::new(Metrics::new(|registry| validator.register(registry)));
     let target = validator.clone();
     let cost_limit = args.policy.cel_cost_limit;
     let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
     reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
         log_policies("policies reloaded", &p);
+        if let Some(params) = &params {
+            params.watch(p.param_kinds());
+        }
         target.set_policies(p);
     });
     serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;

@@ -13,7 +13,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::evaluate::{Evaluation, Exempted, NamespaceLabels, Settings, decide, evaluate};
+use crate::evaluate::{Cluster, Evaluation, Exempted, NamespaceLabels, Settings, decide, evaluate};
+use crate::params::{NoParams, ParamSource};
 use crate::policy::{Action, PolicySet};
 use crate::workers::Workers;
 
@@ -53,6 +54,7 @@ pub struct Validator {
     policies: Current<PolicySet>,
     settings: Settings,
     namespaces: Arc<dyn NamespaceLabels>,
+    params: Arc<dyn ParamSource>,
     workers: Workers,
     findings: Family<FindingLabels, Counter>,
     exceeded: Family<ExceededLabels, Counter>,
@@ -78,11 +80,18 @@ impl Validator {
             policies: Current::new(policies),
             settings,
             namespaces,
+            params: Arc::new(NoParams),
             workers,
             findings: Family::default(),
             exceeded: Family::default(),
             exempted: Family::default(),
         }
+    }
+
+    /// Reads parameter objects from `params` (none by default).
+    pub fn with_params(mut self, params: Arc<dyn ParamSource>) -> Self {
+        self.params = params;
+        self
     }
 
     /// Puts `policies` in force for the next request.
@@ -110,6 +119,10 @@ impl Validator {
         );
     }
 
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster { namespaces: self.namespaces.as_ref(), params: self.params.as_ref() }
+    }
+
     /// The wall-clock bound of CEL for a request arriving now.
     pub fn deadline(&self) -> Instant {
         Instant::now() + self.settings.cel_deadline
@@ -119,7 +132,7 @@ impl Validator {
     /// and returns the findings as well as the decision.
     pub fn review(&self, req: &Request, deadline: Instant) -> (Decision, Vec<crate::evaluate::Finding>) {
         let Evaluation { findings, applied, exceeded, audit_annotations, exempted } =
-            evaluate(&self.policies.get(), &self.settings, self.namespaces.as_ref(), req, deadline);
+            evaluate(&self.policies.get(), &self.settings, self.cluster(), req, deadline);
         for Exempted { policy, exception, reason } in exempted {
             // An event on the admission span: an exception is never silent.
             tracing::info!(%policy, %exception, %reason, "policy exception applied");

@@ -159,7 +159,7 @@ spec:
     let set = support::policies_with_cost_limit(two, u64::MAX).unwrap();
     let limits = Limits { per_call: 1_000_000, per_policy: 1_000_000 };
     let far = Instant::now() + Duration::from_secs(60);
-    let Outcome::Exceeded { limit, message } = set.policies[0].cel.evaluate(&bindings, limits, far) else {
+    let Outcome::Exceeded { limit, message } = set.policies[0].cel.evaluate(&bindings, None, limits, far) else {
         panic!("not stopped")
     };
     assert_eq!(limit, Limit::Policy);
@@ -176,7 +176,7 @@ spec:
     let set = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), u64::MAX).unwrap();
     let unlimited = Limits { per_call: u64::MAX, per_policy: u64::MAX };
     let started = Instant::now();
-    let outcome = set.policies[0].cel.evaluate(&bindings, unlimited, started + Duration::from_millis(50));
+    let outcome = set.policies[0].cel.evaluate(&bindings, None, unlimited, started + Duration::from_millis(50));
     assert!(started.elapsed() < Duration::from_secs(1), "ran for {:?}", started.elapsed());
     assert!(matches!(outcome, Outcome::Exceeded { limit: Limit::Deadline, .. }), "{outcome:?}");
 }
@@ -270,7 +270,6 @@ spec:
 #[test]
 fn variables_portcullis_does_not_bind_are_refused_at_load() {
     for (expression, variable) in [
-        ("object.metadata.name != params.name", "params"),
         ("has(namespaceObject.metadata.labels)", "namespaceObject"),
         ("authorizer.group('apps').resource('deployments').check('create').allowed()", "authorizer"),
     ] {

@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 
 use crate::cli::Audit;
 use crate::namespaces::WatchedNamespaces;
+use crate::params::WatchedParams;
 use crate::serve::{parse, settings};
 use crate::workers::Workers;
 use metrics::AuditMetrics;
@@ -36,12 +37,16 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
     let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
     let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
+    let params = WatchedParams::new(client.clone(), shutdown.clone());
+    params.watch(policies.param_kinds());
     let audit_metrics = Arc::new(AuditMetrics::default());
     let metrics = Arc::new(Metrics::new(|registry| audit_metrics.register(registry)));
     let (updates, policies) = tokio::sync::watch::channel(Arc::new(policies));
     let cost_limit = args.policy.cel_cost_limit;
     let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
+    let watched = params.clone();
     reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
+        watched.watch(p.param_kinds());
         updates.send_replace(Arc::new(p));
     });
     let auditor = Auditor {
@@ -49,6 +54,7 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
         policies,
         settings: Arc::new(settings(&args.policy)),
         namespaces: Arc::new(namespaces.clone()),
+        params: params.clone(),
         workers: Arc::new(Workers::new(1).context("starting the evaluation thread")?),
         metrics: audit_metrics,
         interval: args.audit_interval,
@@ -63,7 +69,7 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", args.admin.admin_listen))?;
     tracing::info!(admin = %listener.local_addr()?, "auditing; /healthz, /readyz and /metrics over HTTP");
-    let ready: admin::ReadyCheck = Arc::new(move || namespaces.is_ready());
+    let ready: admin::ReadyCheck = Arc::new(move || namespaces.is_ready() && params.is_ready());
     admin::serve(listener, admin::router(ready, metrics), shutdown).await.context("admin server")?;
     tracing::info!("stopped");
     Ok(())

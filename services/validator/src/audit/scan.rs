@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::metrics::AuditMetrics;
 use super::report;
 use super::results::{Entry, ObjectId, Outcome, Results, Status};
-use crate::evaluate::{Evaluation, FindingKind, NamespaceLabels, Settings, evaluate};
+use crate::evaluate::{Cluster, Evaluation, FindingKind, NamespaceLabels, Settings, evaluate};
+use crate::params::ParamSource;
 use crate::policy::{Action, Policy, PolicySet};
 use crate::workers::Workers;
 
@@ -49,6 +50,8 @@ pub struct Auditor {
     pub settings: Arc<Settings>,
     /// Namespace labels, for `namespaceSelector`.
     pub namespaces: Arc<dyn NamespaceLabels>,
+    /// Parameter objects, for `paramKind`.
+    pub params: Arc<dyn ParamSource>,
     /// Where evaluation runs: never on the async runtime.
     pub workers: Arc<Workers>,
     /// The audit's series.
@@ -255,10 +258,12 @@ impl Auditor {
                 return None;
             }
         };
-        let (set, settings, namespaces) = (policies.clone(), self.settings.clone(), self.namespaces.clone());
+        let (set, settings) = (policies.clone(), self.settings.clone());
+        let (namespaces, params) = (self.namespaces.clone(), self.params.clone());
         let job = move || {
             let deadline = std::time::Instant::now() + settings.cel_deadline;
-            let evaluation = evaluate(&set, &settings, namespaces.as_ref(), &req, deadline);
+            let cluster = Cluster { namespaces: namespaces.as_ref(), params: params.as_ref() };
+            let evaluation = evaluate(&set, &settings, cluster, &req, deadline);
             outcomes(&set, &req.inner.kind.kind, evaluation)
         };
         let outcomes = self.workers.run(job).await.ok()?;

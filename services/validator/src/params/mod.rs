@@ -1,0 +1,224 @@
+//! Policy parameters, as ValidatingAdmissionPolicy's `paramKind` and its
+//! binding's `paramRef`: CEL reads `params`, an object of the cluster (a
+//! ConfigMap, or any kind), so one policy serves many teams with their own
+//! values. Where the objects come from is a [`ParamSource`]: watched in
+//! memory for the webhook and the audit ([`WatchedParams`]), files for
+//! `check` ([`FileParams`]). The admission path never calls the API.
+
+mod files;
+mod watched;
+
+use portcullis_admission::selector::LabelSelector;
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use files::FileParams;
+pub use watched::WatchedParams;
+
+/// The message of a `Deny` binding without parameters, as the API server
+/// words it.
+pub const NOT_FOUND: &str = "no params found for policy binding with `Deny` parameterNotFoundAction";
+
+/// The kind of the parameter objects: `paramKind`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParamKind {
+    /// `v1`, `example.com/v1`.
+    pub api_version: String,
+    /// `ConfigMap`.
+    pub kind: String,
+}
+
+impl std::fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.kind, self.api_version)
+    }
+}
+
+/// Which objects of the kind: `paramRef`, as written in a policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ParamRefSpec {
+    name: Option<String>,
+    namespace: Option<String>,
+    selector: Option<LabelSelector>,
+    parameter_not_found_action: Option<NotFoundAction>,
+}
+
+/// What a policy does when no parameter object is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum NotFoundAction {
+    /// The policy passes.
+    Allow,
+    /// The policy fails, under its failure policy.
+    Deny,
+}
+
+/// One object by name, or every object a label selector matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// `paramRef.name`.
+    Name(String),
+    /// `paramRef.selector` (the empty selector matches every object).
+    Labels(LabelSelector),
+}
+
+/// A checked `paramKind` with its `paramRef`: both or neither, exactly one
+/// of name and selector, the not-found action stated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    /// The objects' kind.
+    pub kind: ParamKind,
+    /// `paramRef.namespace`; unset: the request's namespace for a
+    /// namespaced kind.
+    pub namespace: Option<String>,
+    /// Which objects.
+    pub selection: Selection,
+    /// When none is found.
+    pub not_found: NotFoundAction,
+}
+
+impl Params {
+    /// Checks a policy's `paramKind` and `paramRef` (raw YAML values).
+    pub fn from_spec(kind: Option<ParamKind>, reference: Option<Value>) -> Result<Option<Self>, String> {
+        let (kind, reference) = match (kind, reference) {
+            (None, None) => return Ok(None),
+            (Some(_), None) => return Err("paramKind is set but paramRef is not: say which objects to read".into()),
+            (None, Some(_)) => return Err("paramRef is set but paramKind is not".into()),
+            (Some(kind), Some(reference)) => (kind, reference),
+        };
+        let spec: ParamRefSpec = serde_json::from_value(reference).map_err(|e| format!("paramRef: {e}"))?;
+        if kind.api_version.trim().is_empty() || kind.kind.trim().is_empty() {
+            return Err("paramKind needs apiVersion and kind".into());
+        }
+        let selection = match (spec.name.filter(|n| !n.is_empty()), spec.selector) {
+            (Some(name), None) => Selection::Name(name),
+            (None, Some(selector)) => {
+                selector.check().map_err(|e| format!("paramRef.selector: {e}"))?;
+                Selection::Labels(selector)
+            }
+            _ => return Err("paramRef needs exactly one of name and selector".into()),
+        };
+        let not_found = spec.parameter_not_found_action.ok_or(
+            "paramRef.parameterNotFoundAction is required (Allow or Deny): what to do when no parameter object exists",
+        )?;
+        Ok(Some(Self { kind, namespace: spec.namespace.filter(|n| !n.is_empty()), selection, not_found }))
+    }
+}
+
+/// Whether objects of a kind live in namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Namespaced.
+    Namespaced,
+    /// Cluster-scoped.
+    Cluster,
+}
+
+/// Parameter objects known in memory.
+pub trait ParamSource: Send + Sync {
+    /// The kind's scope; `Err` when the kind cannot be read (unknown, or
+    /// not yet in memory).
+    fn scope(&self, kind: &ParamKind) -> Result<Scope, String>;
+    /// The objects of `kind` in `namespace` (`None`: cluster-scoped) that
+    /// `selection` picks, as JSON, ordered by namespace and name.
+    fn find(&self, kind: &ParamKind, namespace: Option<&str>, selection: &Selection) -> Vec<Value>;
+}
+
+/// No parameter objects: every policy with `paramKind` finds none.
+#[derive(Debug, Default)]
+pub struct NoParams;
+
+impl ParamSource for NoParams {
+    fn scope(&self, _: &ParamKind) -> Result<Scope, String> {
+        Ok(Scope::Namespaced)
+    }
+
+    fn find(&self, _: &ParamKind, _: Option<&str>, _: &Selection) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+/// The parameter objects for a request in `request_namespace` (empty for
+/// a cluster-scoped object), by the API server's rules: a namespaced kind
+/// is read in `paramRef.namespace` or else the request's namespace; a
+/// cluster-scoped kind takes no namespace. `Err` is a configuration error,
+/// handled by the policy's failure policy.
+pub fn collect(source: &dyn ParamSource, params: &Params, request_namespace: &str) -> Result<Vec<Value>, String> {
+    let namespace = match (source.scope(&params.kind)?, params.namespace.as_deref()) {
+        (Scope::Cluster, None) => None,
+        (Scope::Cluster, Some(_)) => {
+            return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into());
+        }
+        (Scope::Namespaced, Some(namespace)) => Some(namespace),
+        (Scope::Namespaced, None) if request_namespace.is_empty() => {
+            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into());
+        }
+        (Scope::Namespaced, None) => Some(request_namespace),
+    };
+    Ok(source.find(&params.kind, namespace, &params.selection))
+}
+
+/// Whether `object` is the one `selection` picks (namespace already
+/// matched).
+pub(crate) fn picks(selection: &Selection, object: &Value) -> bool {
+    match selection {
+        Selection::Name(name) => object.pointer("/metadata/name").and_then(Value::as_str) == Some(name),
+        Selection::Labels(selector) => {
+            let labels = object.pointer("/metadata/labels");
+            selector.matches(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kind() -> ParamKind {
+        ParamKind { api_version: "v1".into(), kind: "ConfigMap".into() }
+    }
+
+    #[test]
+    fn a_reference_needs_exactly_one_of_name_and_selector_and_an_action() {
+        let check = |r: Value| Params::from_spec(Some(kind()), Some(r));
+        assert!(check(json!({"name": "a", "parameterNotFoundAction": "Deny"})).is_ok_and(|p| p.is_some()));
+        assert!(check(json!({"selector": {}, "parameterNotFoundAction": "Allow"})).is_ok_and(|p| p.is_some()));
+        assert!(check(json!({"name": "a", "selector": {}, "parameterNotFoundAction": "Deny"})).is_err());
+        assert!(check(json!({"parameterNotFoundAction": "Deny"})).is_err());
+        assert!(check(json!({"name": "a"})).is_err_and(|e| e.contains("parameterNotFoundAction is required")));
+        assert!(Params::from_spec(Some(kind()), None).is_err());
+        assert!(Params::from_spec(None, Some(json!({"name": "a"}))).is_err());
+        assert!(Params::from_spec(None, None).is_ok_and(|p| p.is_none()));
+    }
+
+    struct Fixed(Scope);
+
+    impl ParamSource for Fixed {
+        fn scope(&self, _: &ParamKind) -> Result<Scope, String> {
+            Ok(self.0)
+        }
+
+        fn find(&self, _: &ParamKind, namespace: Option<&str>, _: &Selection) -> Vec<Value> {
+            vec![json!(namespace)]
+        }
+    }
+
+    #[test]
+    fn the_namespace_follows_the_api_servers_rules() {
+        let params = |namespace: Option<&str>| Params {
+            kind: kind(),
+            namespace: namespace.map(str::to_owned),
+            selection: Selection::Name("p".into()),
+            not_found: NotFoundAction::Deny,
+        };
+        let namespaced = Fixed(Scope::Namespaced);
+        assert_eq!(collect(&namespaced, &params(None), "team-a"), Ok(vec![json!("team-a")]));
+        assert_eq!(collect(&namespaced, &params(Some("shared")), "team-a"), Ok(vec![json!("shared")]));
+        assert!(collect(&namespaced, &params(None), "").is_err_and(|e| e.contains("cluster-scoped resources")));
+        let cluster = Fixed(Scope::Cluster);
+        assert_eq!(collect(&cluster, &params(None), "team-a"), Ok(vec![Value::Null]));
+        assert!(collect(&cluster, &params(Some("x")), "team-a").is_err_and(|e| e.contains("must not be provided")));
+    }
+}

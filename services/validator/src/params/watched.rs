@@ -1,0 +1,202 @@
+//! Parameter objects kept in memory by one watch per `paramKind` in use.
+//!
+//! The set of kinds follows the policies: a reload that adds a kind starts
+//! its watch, one that drops it stops it, and a kind added again gets a
+//! fresh watch (the API server's shared informer for built-in kinds is
+//! known to keep serving a frozen copy in that case). Until a kind's first
+//! list has arrived, requests it concerns get "not yet synced" under the
+//! policy's failure policy, as in the API server.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::{self, Scope as ApiScope};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{ParamKind, ParamSource, Scope, Selection, picks};
+
+/// How long an unknown kind waits before discovery is asked again (a CRD
+/// may be installed after the policy).
+const REDISCOVER: Duration = Duration::from_secs(10);
+
+/// Watched parameter objects, by kind.
+pub struct WatchedParams {
+    client: kube::Client,
+    shutdown: CancellationToken,
+    kinds: RwLock<HashMap<ParamKind, Arc<Kind>>>,
+}
+
+impl std::fmt::Debug for WatchedParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchedParams").field("kinds", &self.kinds).finish_non_exhaustive()
+    }
+}
+
+/// One watched kind.
+#[derive(Debug)]
+struct Kind {
+    state: RwLock<State>,
+    synced: AtomicBool,
+    stop: CancellationToken,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Discovery has not answered yet.
+    Discovering,
+    /// Discovery failed (an unknown kind, or the API unreachable).
+    Unknown(String),
+    /// Watching.
+    Watching { resource: ApiResource, scope: Scope, store: Store<DynamicObject> },
+}
+
+impl WatchedParams {
+    /// Nothing watched yet; watches run until `shutdown`.
+    pub fn new(client: kube::Client, shutdown: CancellationToken) -> Arc<Self> {
+        Arc::new(Self { client, shutdown, kinds: RwLock::default() })
+    }
+
+    /// Watches exactly `wanted`: starts a watch for each new kind, stops
+    /// those no longer wanted.
+    pub fn watch(self: &Arc<Self>, wanted: BTreeSet<ParamKind>) {
+        let mut kinds = self.kinds.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds.retain(|kind, watched| {
+            let keep = wanted.contains(kind);
+            if !keep {
+                watched.stop.cancel();
+                tracing::info!(param_kind = %kind, "no policy reads this paramKind any more; its watch stopped");
+            }
+            keep
+        });
+        for kind in wanted {
+            if kinds.contains_key(&kind) {
+                continue;
+            }
+            let watched = Arc::new(Kind {
+                state: RwLock::new(State::Discovering),
+                synced: AtomicBool::new(false),
+                stop: self.shutdown.child_token(),
+            });
+            kinds.insert(kind.clone(), watched.clone());
+            tokio::spawn(run(self.client.clone(), kind, watched));
+        }
+    }
+
+    /// Whether every kind has been discovered and listed once, or is
+    /// known not to exist (its policies fail by their failure policy).
+    pub fn is_ready(&self) -> bool {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds.values().all(|k| match &*k.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            State::Discovering => false,
+            State::Unknown(_) => true,
+            State::Watching { .. } => k.synced.load(Ordering::Relaxed),
+        })
+    }
+
+    fn with<T>(&self, kind: &ParamKind, f: impl FnOnce(&Kind, &State) -> Result<T, String>) -> Result<T, String> {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let watched = kinds.get(kind).ok_or_else(|| format!("paramKind kind `{kind}` not known"))?;
+        let state = watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(watched, &state)
+    }
+}
+
+impl ParamSource for WatchedParams {
+    fn scope(&self, kind: &ParamKind) -> Result<Scope, String> {
+        self.with(kind, |watched, state| match state {
+            State::Watching { scope, .. } if watched.synced.load(Ordering::Relaxed) => Ok(*scope),
+            State::Unknown(why) => Err(format!("paramKind kind `{kind}` not known: {why}")),
+            _ => Err(format!("paramKind kind `{kind}` not yet synced to use for admission")),
+        })
+    }
+
+    fn find(&self, kind: &ParamKind, namespace: Option<&str>, selection: &Selection) -> Vec<Value> {
+        let found = self.with(kind, |_, state| {
+            let State::Watching { resource, store, .. } = state else { return Ok(Vec::new()) };
+            let objects = match selection {
+                Selection::Name(name) => {
+                    let mut key = ObjectRef::new_with(name, resource.clone());
+                    key.namespace = namespace.map(str::to_owned);
+                    store.get(&key).into_iter().collect()
+                }
+                Selection::Labels(_) => {
+                    let mut all = store.state_filter(|o| o.metadata.namespace.as_deref() == namespace);
+                    all.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                    all
+                }
+            };
+            Ok(objects.iter().filter_map(|o| as_json(o, resource)).filter(|o| picks(selection, o)).collect())
+        });
+        found.unwrap_or_default()
+    }
+}
+
+/// The object as the policy sees it, with its apiVersion and kind (a
+/// list's items may come without them).
+fn as_json(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
+    let mut value = serde_json::to_value(object).ok()?;
+    value["apiVersion"] = Value::String(resource.api_version.clone());
+    value["kind"] = Value::String(resource.kind.clone());
+    Some(value)
+}
+
+/// Discovers `kind` (again every [`REDISCOVER`] while unknown), then keeps
+/// its objects in memory until the watch is stopped.
+async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
+    let (group, version) = match kind.api_version.split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", kind.api_version.as_str()),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, &kind.kind);
+    let (resource, capabilities) = loop {
+        let found = tokio::select! {
+            found = discovery::pinned_kind(&client, &gvk) => found,
+            _ = watched.stop.cancelled() => return,
+        };
+        match found {
+            Ok(found) => break found,
+            Err(err) => {
+                tracing::warn!(param_kind = %kind, error = %err, "paramKind is not served by the API; policies reading it fail by their failure policy");
+                *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    State::Unknown(err.to_string());
+                tokio::select! {
+                    _ = tokio::time::sleep(REDISCOVER) => {}
+                    _ = watched.stop.cancelled() => return,
+                }
+            }
+        }
+    };
+    let scope = match capabilities.scope {
+        ApiScope::Namespaced => Scope::Namespaced,
+        ApiScope::Cluster => Scope::Cluster,
+    };
+    let writer = reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+    *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+        State::Watching { resource, scope, store: store.clone() };
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        tokio::select! {
+            event = stream.next() => match event {
+                Some(Ok(watcher::Event::InitDone)) => {
+                    if !watched.synced.swap(true, Ordering::Relaxed) {
+                        tracing::info!(param_kind = %kind, objects = store.state().len(), "parameter objects are in memory");
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(err)) => tracing::warn!(param_kind = %kind, error = %err, "parameter watch failed; retrying with backoff"),
+                None => return,
+            },
+            _ = watched.stop.cancelled() => return,
+        }
+    }
+}
