@@ -9,7 +9,9 @@
 //! Portcullis reports every failed validation of a policy where the API
 //! server reports the first, so the first is compared; when an expression
 //! fails to evaluate both deny, each in its own words, so only the verdict
-//! is compared.
+//! is compared. Policies with parameters (`paramKind` ConfigMap, by name or
+//! selector, found or not) are compared the same way, the parameter
+//! objects stored in the cluster and given to `check` with `--params`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -139,6 +141,86 @@ const UPDATE_CASES: &[Case] = &[
         None,
     )]),
 ];
+
+/// Key-value pairs (labels, data).
+type Pairs = &'static [(&'static str, &'static str)];
+
+/// A policy with parameters: the policy, its `paramRef` (JSON) and the
+/// ConfigMaps stored as parameters, `(name, labels, data)`.
+struct ParamCase {
+    case: Case,
+    param_ref: &'static str,
+    params: &'static [(&'static str, Pairs, Pairs)],
+}
+
+const PARAM_CASES: &[ParamCase] = &[
+    // By name, in the request's namespace.
+    ParamCase {
+        case: case(&[(
+            "!has(object.data) || size(object.data) <= int(params.data.maxKeys)",
+            None,
+            Some("'at most ' + params.data.maxKeys + ' data keys, from ' + params.metadata.name"),
+        )]),
+        param_ref: r#"{"name": "limits", "parameterNotFoundAction": "Deny"}"#,
+        params: &[("limits", &[], &[("maxKeys", "2")])],
+    },
+    // A variable built from the parameter.
+    ParamCase {
+        case: Case {
+            validations: &[(
+                "!has(object.metadata.labels) || !('team' in object.metadata.labels) || object.metadata.labels.team in variables.teams",
+                Some("team not allowed"),
+                Some("'team ' + object.metadata.labels.team + ' is not one of ' + params.data.teams"),
+            )],
+            match_conditions: &[],
+            variables: &[("teams", "params.data.teams.split(',')")],
+        },
+        param_ref: r#"{"name": "teams", "parameterNotFoundAction": "Deny"}"#,
+        params: &[("teams", &[], &[("teams", "shop,qa")])],
+    },
+    // A match condition that reads the parameter.
+    ParamCase {
+        case: Case {
+            validations: &[("has(object.metadata.labels)", Some("labels are required"), None)],
+            match_conditions: &["params.data.enforce == 'true'"],
+            variables: &[],
+        },
+        param_ref: r#"{"name": "switch", "parameterNotFoundAction": "Deny"}"#,
+        params: &[("switch", &[], &[("enforce", "true")])],
+    },
+    // Every parameter a selector picks (the API server judges them in no
+    // set order, so the message names none of them).
+    ParamCase {
+        case: case(&[("object.metadata.name.size() <= int(params.data.maxName)", Some("the name is too long"), None)]),
+        param_ref: r#"{"selector": {"matchLabels": {"role": "limit"}}, "parameterNotFoundAction": "Deny"}"#,
+        params: &[
+            ("loose", &[("role", "limit")], &[("maxName", "9")]),
+            ("strict", &[("role", "limit")], &[("maxName", "6")]),
+            ("ignored", &[("role", "other")], &[("maxName", "1")]),
+        ],
+    },
+    // No parameter where one is required.
+    ParamCase {
+        case: case(&[("object.metadata.name.size() <= int(params.data.maxName)", None, None)]),
+        param_ref: r#"{"name": "absent", "parameterNotFoundAction": "Deny"}"#,
+        params: &[],
+    },
+];
+
+/// `policy` (either form) with `paramKind: ConfigMap` and `param_ref`:
+/// ValidatingAdmissionPolicy keeps the reference on its binding.
+fn with_params(mut policy: Value, param_ref: &str) -> Value {
+    let param_ref: Value = serde_json::from_str(param_ref).unwrap();
+    let param_kind = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+    if policy["kind"] == "List" {
+        policy["items"][0]["spec"]["paramKind"] = param_kind;
+        policy["items"][1]["spec"]["paramRef"] = param_ref;
+    } else {
+        policy["spec"]["paramKind"] = param_kind;
+        policy["spec"]["paramRef"] = param_ref;
+    }
+    policy
+}
 
 /// A sentinel every case carries: the policy is in force in the API server
 /// once it denies an object of this name.
@@ -290,7 +372,13 @@ enum Verdict {
     Allowed,
     Denied(String),
     Error,
+    /// The binding could not be configured (its parameters): the API
+    /// server's message.
+    Config(String),
 }
+
+/// How both sides word a binding that cannot be configured.
+const CONFIG: &str = "failed to configure binding: ";
 
 fn in_namespace(object: &Value, ns: &str) -> Value {
     let mut object = object.clone();
@@ -304,7 +392,13 @@ fn verdict<T>(result: Result<T, kube::Error>) -> Verdict {
         Ok(_) => Verdict::Allowed,
         Err(kube::Error::Api(status)) => {
             let (_, message) = status.message.split_once("denied request: ").unwrap_or_else(|| panic!("{status:?}"));
-            if message.contains("resulted in error") { Verdict::Error } else { Verdict::Denied(message.to_owned()) }
+            if let Some(config) = message.strip_prefix(CONFIG) {
+                Verdict::Config(config.to_owned())
+            } else if message.contains("resulted in error") {
+                Verdict::Error
+            } else {
+                Verdict::Denied(message.to_owned())
+            }
         }
         Err(other) => panic!("{other}"),
     }
@@ -342,9 +436,14 @@ impl Tally {
 /// Waits until the API server enforces the policy bound for `api`'s
 /// namespace: it denies the sentinel.
 async fn enforced(api: &Api<ConfigMap>, what: &str) {
+    enforced_as(api, what, Verdict::Denied(SENTINEL.to_owned())).await;
+}
+
+/// Waits until the API server's verdict on the sentinel is `expected`.
+async fn enforced_as(api: &Api<ConfigMap>, what: &str, expected: Verdict) {
     let sentinel = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SENTINEL}});
     let deadline = Instant::now() + Duration::from_secs(60);
-    while api_server(api, &sentinel).await != Verdict::Denied(SENTINEL.to_owned()) {
+    while api_server(api, &sentinel).await != expected {
         assert!(Instant::now() < deadline, "the API server does not enforce {what}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -352,15 +451,25 @@ async fn enforced(api: &Api<ConfigMap>, what: &str) {
 
 /// Portcullis' verdicts, by object name, from `check` on every object.
 fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<String, Verdict> {
+    check(name, &portcullis_policy(name, case), ns, items, Vec::new())
+}
+
+/// Runs `check` with `policy` over `items`, `params` given as parameter
+/// objects.
+fn check(name: &str, policy: &Value, ns: &str, items: Vec<Value>, params: Vec<Value>) -> BTreeMap<String, Verdict> {
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.json");
-    std::fs::write(&policy, portcullis_policy(name, case).to_string()).unwrap();
+    let policy_file = dir.path().join("policy.json");
+    std::fs::write(&policy_file, policy.to_string()).unwrap();
     let manifests = dir.path().join("objects.json");
     std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
-    let out = Command::new(binaries().join("portcullis-validator"))
-        .args(["check", "--policy", policy.to_str().unwrap(), "-f", manifests.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let mut command = Command::new(binaries().join("portcullis-validator"));
+    command.args(["check", "--policy", policy_file.to_str().unwrap(), "-f", manifests.to_str().unwrap()]);
+    if !params.is_empty() {
+        let params_file = dir.path().join("params.json");
+        std::fs::write(&params_file, json!({"apiVersion": "v1", "kind": "List", "items": params}).to_string()).unwrap();
+        command.args(["--params", params_file.to_str().unwrap()]);
+    }
+    let out = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code().is_some_and(|c| c <= 1) && stderr.is_empty(), "check failed: {stderr}\n{stdout}");
@@ -374,8 +483,11 @@ fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<
         } else if let (Some(object), Some(finding)) = (&current, line.strip_prefix(&format!("  deny: [{name}] "))) {
             // The first finding is the one compared (see the module doc).
             if verdicts[object] == Verdict::Allowed {
+                let config =
+                    finding.strip_prefix("policy could not be evaluated: ").and_then(|f| f.strip_prefix(CONFIG));
                 let verdict = match finding.strip_prefix(&format!("ConfigMap {ns}/{object}: ")) {
                     Some(message) => Verdict::Denied(message.to_owned()),
+                    None if config.is_some() => Verdict::Config(config.unwrap_or_default().to_owned()),
                     None if finding.starts_with("policy could not be evaluated") => Verdict::Error,
                     None => panic!("unexpected finding: {line}"),
                 };
@@ -384,6 +496,57 @@ fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<
         }
     }
     verdicts
+}
+
+#[tokio::test]
+async fn policies_with_parameters_give_the_same_verdicts() {
+    let client = cluster().client().await;
+    let mut rng = Rng(0x9a7a_3e7e_75ee_d5ee);
+    let mut tally = Tally::default();
+    for (index, param_case) in PARAM_CASES.iter().enumerate() {
+        let name = unique(&format!("param{index}"));
+        namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
+        // The parameters are stored before the policy is in force.
+        let mut stored = Vec::new();
+        for (param, labels, data) in param_case.params {
+            let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+            let data: BTreeMap<&str, &str> = data.iter().copied().collect();
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": param, "labels": labels}, "data": data});
+            let created = api.create(&PostParams::default(), &serde_json::from_value(cm).unwrap()).await.unwrap();
+            let mut value = serde_json::to_value(created).unwrap();
+            value["apiVersion"] = json!("v1");
+            value["kind"] = json!("ConfigMap");
+            stored.push(value);
+        }
+        let policy = with_params(vap(&name, &param_case.case), param_case.param_ref);
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &policy.to_string()));
+        let expected = if stored.is_empty() {
+            Verdict::Config("no params found for policy binding with `Deny` parameterNotFoundAction".into())
+        } else {
+            Verdict::Denied(SENTINEL.to_owned())
+        };
+        enforced_as(&api, &format!("parameter case {index}"), expected).await;
+        let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
+        let items = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let ours = check(
+            &name,
+            &with_params(portcullis_policy(&name, &param_case.case), param_case.param_ref),
+            &name,
+            items,
+            stored,
+        );
+        for object in &objects {
+            let object_name = object["metadata"]["name"].as_str().unwrap();
+            let theirs = api_server(&api, object).await;
+            tally.record(format!("parameter case {index} {object}"), theirs, ours.get(object_name));
+        }
+        ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
+    }
+    let Tally { compared, denied, differences, .. } = tally;
+    println!("{compared} objects compared with parameters, {denied} denied by the API server");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(denied > compared / 10 && denied < compared * 9 / 10, "the corpus should both allow and deny: {denied}");
 }
 
 #[tokio::test]

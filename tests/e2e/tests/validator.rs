@@ -94,3 +94,79 @@ async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
     assert!(message.contains("[tight]"), "{message}");
     registration.delete(&client).await;
 }
+
+/// A policy whose limit is a ConfigMap in each team's namespace.
+const MAX_REPLICAS: &str = r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: max-replicas}
+spec:
+  match:
+    resources: [{apiGroups: [apps], kinds: [Deployment]}]
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  paramRef: {name: replica-limit, parameterNotFoundAction: Deny}
+  validations:
+    - expression: "object.spec.replicas <= int(params.data.max)"
+      messageExpression: "'at most ' + params.data.max + ' replicas in this namespace'"
+"#;
+
+#[tokio::test]
+async fn parameters_come_from_the_cluster_and_follow_its_changes() {
+    let client = cluster().client().await;
+    let policies = tempfile::tempdir().unwrap();
+    let file = policies.path().join("policies.yaml");
+    std::fs::write(&file, MAX_REPLICAS).unwrap();
+    let validator = Webhook::start(Kind::Validator, policies.path()).await;
+    let ns = unique("params");
+    namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
+    let limit = |max: u32| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: replica-limit}}\ndata: {{max: '{max}'}}\n")
+    };
+    ok(cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &limit(3)));
+    let registration = validator.registration(&ns, "Fail");
+    registration.apply(&client).await;
+    let dry_run = |replicas: u32| {
+        cluster().kubectl_stdin(
+            &["create", "--dry-run=server", "-n", &ns, "-f", "-"],
+            &deployment("web", replicas, "team: shop"),
+        )
+    };
+    let denied_with = |expected: &'static str| {
+        let dry_run = &dry_run;
+        move || {
+            let out = dry_run(5);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (!out.status.success() && stderr.contains(expected)).then_some(stderr)
+        }
+    };
+
+    // The ConfigMap's limit is enforced, with the policy's message.
+    let message = eventually("the limit of 3 is enforced", WAIT, denied_with("at most 3 replicas")).await;
+    assert!(message.contains(&format!("[max-replicas] Deployment {ns}/web: at most 3 replicas in this namespace")));
+    ok(dry_run(3));
+
+    // Raising the limit in the ConfigMap takes effect without a reload.
+    ok(cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &limit(10)));
+    eventually("the limit of 10 is in force", WAIT, || dry_run(5).status.success().then_some(())).await;
+
+    // No ConfigMap: parameterNotFoundAction Deny, under failurePolicy Fail.
+    ok(cluster().kubectl(&["delete", "configmap", "replica-limit", "-n", &ns]));
+    let message = eventually(
+        "a missing parameter denies",
+        WAIT,
+        denied_with("no params found for policy binding with `Deny` parameterNotFoundAction"),
+    )
+    .await;
+    assert!(message.contains("[max-replicas] policy could not be evaluated: failed to configure binding"), "{message}");
+
+    // The policy removed, a new ConfigMap created meanwhile, the policy
+    // back: it reads the new ConfigMap (a fresh watch, not a frozen copy).
+    std::fs::write(&file, "").unwrap();
+    eventually("the policy is gone", WAIT, || dry_run(50).status.success().then_some(())).await;
+    ok(cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &limit(1)));
+    std::fs::write(&file, MAX_REPLICAS).unwrap();
+    eventually("the limit of 1 is enforced", WAIT, denied_with("at most 1 replicas")).await;
+    assert!(
+        metric(validator.admin, r#"portcullis_validator_findings_total{policy="max-replicas",action="deny"}"#) >= 2.0
+    );
+    registration.delete(&client).await;
+}
