@@ -141,6 +141,27 @@ pub fn err(out: Output) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
+/// The directory holding the release binaries the images ship (static,
+/// musl), built by the same command as `scripts/images` (so a no-op after
+/// it): for tests that measure what users run.
+pub fn release_binaries() -> &'static Path {
+    static RELEASE: OnceLock<PathBuf> = OnceLock::new();
+    const TARGET: &str = "x86_64-unknown-linux-musl";
+    RELEASE.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(repo())
+            .args(["build", "--quiet", "--release", "--locked", "--target", TARGET])
+            .args(["-p", "portcullis-injector", "-p", "portcullis-validator", "-p", "portcullis-cert-manager"])
+            .status()
+            .expect("running cargo build --release");
+        assert!(status.success(), "building the release binaries failed (scripts/images needs the same)");
+        // target/debug -> target/<musl>/release
+        let target = binaries().parent().unwrap();
+        target.join(TARGET).join("release")
+    })
+}
+
 /// The directory holding the Portcullis binaries, built once per test
 /// binary with the same cargo and target directory as the tests.
 pub fn binaries() -> &'static Path {

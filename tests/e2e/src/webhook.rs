@@ -66,6 +66,7 @@ pub struct Webhook {
     dir: tempfile::TempDir,
     config: PathBuf,
     args: Vec<String>,
+    binaries: &'static Path,
     process: Option<Process>,
 }
 
@@ -78,6 +79,16 @@ impl Webhook {
 
     /// [`Webhook::start`] with more `serve` flags.
     pub async fn start_with(kind: Kind, config: &Path, args: &[&str]) -> Self {
+        Self::start_from(binaries(), kind, config, args).await
+    }
+
+    /// [`Webhook::start_with`] on the release binary the image ships
+    /// ([`crate::release_binaries`]), for tests that measure speed.
+    pub async fn start_release_with(kind: Kind, config: &Path, args: &[&str]) -> Self {
+        Self::start_from(crate::release_binaries(), kind, config, args).await
+    }
+
+    async fn start_from(binaries: &'static Path, kind: Kind, config: &Path, args: &[&str]) -> Self {
         let pki = Pki::new();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.cert).unwrap();
@@ -91,6 +102,7 @@ impl Webhook {
             dir,
             config: config.to_path_buf(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
+            binaries,
             process: None,
         };
         webhook.resume().await;
@@ -111,7 +123,7 @@ impl Webhook {
             Kind::Validator => ("portcullis-validator", "--policy", "portcullis-validator"),
         };
         let cluster = crate::cluster();
-        let mut command = Command::new(binaries().join(binary));
+        let mut command = Command::new(self.binaries.join(binary));
         command
             .arg("serve")
             .arg(config_flag)
