@@ -182,6 +182,37 @@ spec:
 }
 
 #[test]
+fn a_regular_expression_costs_by_the_length_of_its_pattern_and_its_string() {
+    // Patterns taken from the object, one per key: each compile is charged
+    // by its length (2,100 units for 21 KB), so the per-call limit stops
+    // the loop after a few compiles, where the nodes alone (about 8 per
+    // key, 8,000 in all) are within it.
+    let pattern = "(?:a|b)".repeat(3_000);
+    let data: serde_json::Map<String, Value> =
+        (0..1_000).map(|i| (format!("k{i}"), json!(format!("{pattern}{i}")))).collect();
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data});
+    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    let yaml = r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: patterns}
+spec:
+  validations:
+    - expression: "object.data.all(k, !'ab'.matches(object.data[k]))"
+"#;
+    let set = support::policies_with_cost_limit(yaml, u64::MAX).unwrap();
+    let limits = Limits { per_call: 20_000, per_policy: u64::MAX };
+    let far = Instant::now() + Duration::from_secs(60);
+    let outcome = set.policies[0].cel.evaluate(&bindings, None, limits, far);
+    assert!(matches!(outcome, Outcome::Exceeded { limit: Limit::PerCall, .. }), "{outcome:?}");
+    // Short patterns and strings cost what they did: the same loop over
+    // short values passes.
+    let short: serde_json::Map<String, Value> = (0..1_000).map(|i| (format!("k{i}"), json!("^x$"))).collect();
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": short});
+    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    assert!(matches!(set.policies[0].cel.evaluate(&bindings, None, limits, far), Outcome::Passed(_)));
+}
+
+#[test]
 fn a_policy_whose_cost_grows_faster_than_the_object_is_refused_at_load() {
     let refused = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), 10_000_000).unwrap_err();
     assert!(refused.contains("policy slow: validations[0]"), "{refused}");

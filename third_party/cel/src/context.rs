@@ -54,6 +54,12 @@ pub enum Context<'a> {
 pub trait Meter {
     /// Charges one unit of work.
     fn charge(&self) -> Result<(), ExecutionError>;
+
+    /// Charges `units` units at once (a function whose work grows with its
+    /// input), stopping at the first refused unit.
+    fn charge_many(&self, units: usize) -> Result<(), ExecutionError> {
+        (0..units).try_for_each(|_| self.charge())
+    }
 }
 
 impl<'a> Context<'a> {
@@ -152,6 +158,16 @@ impl<'a> Context<'a> {
         match self {
             Context::Root { meter, .. } | Context::Child { meter, .. } => match meter {
                 Some(m) => m.charge(),
+                None => Ok(()),
+            },
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn charge_many(&self, units: usize) -> Result<(), ExecutionError> {
+        match self {
+            Context::Root { meter, .. } | Context::Child { meter, .. } => match meter {
+                Some(m) => m.charge_many(units),
                 None => Ok(()),
             },
         }

@@ -317,22 +317,35 @@ pub fn matches(
     }
     /// Patterns kept per thread; past it the cache starts over.
     const KEPT: usize = 256;
-    let compiled: std::result::Result<regex::Regex, regex::Error> = COMPILED.with(|compiled| {
-        if let Some(re) = compiled.borrow().get(&regex) {
-            return Ok(re.clone());
+    /// Longer patterns are compiled but not kept: a policy's own patterns
+    /// are short, and patterns taken from objects must not fill memory.
+    const KEPT_LEN: usize = 1024;
+    /// Bytes per unit of cost for compiling a pattern and for scanning the
+    /// string (the API server's traversal factor is 0.1 per byte): work
+    /// that grows with the input is charged as it grows, so the meter's
+    /// limits and deadline see it.
+    const BYTES_PER_UNIT: usize = 10;
+    ftx.ptx.charge_many(this.len() / BYTES_PER_UNIT)?;
+    let cached = COMPILED.with(|compiled| compiled.borrow().get(&regex).cloned());
+    let re = match cached {
+        Some(re) => re,
+        None => {
+            ftx.ptx.charge_many(regex.len() / BYTES_PER_UNIT)?;
+            let re = regex::Regex::new(&regex)
+                .map_err(|err| ftx.error(format!("'{regex}' not a valid regex:\n{err}")))?;
+            if regex.len() <= KEPT_LEN {
+                COMPILED.with(|compiled| {
+                    let mut compiled = compiled.borrow_mut();
+                    if compiled.len() >= KEPT {
+                        compiled.clear();
+                    }
+                    compiled.insert(regex.clone(), re.clone());
+                });
+            }
+            re
         }
-        let re = regex::Regex::new(&regex)?;
-        let mut compiled = compiled.borrow_mut();
-        if compiled.len() >= KEPT {
-            compiled.clear();
-        }
-        compiled.insert(regex.clone(), re.clone());
-        Ok(re)
-    });
-    match compiled {
-        Ok(re) => Ok(re.is_match(&this)),
-        Err(err) => Err(ftx.error(format!("'{regex}' not a valid regex:\n{err}"))),
-    }
+    };
+    Ok(re.is_match(&this))
 }
 
 #[cfg(feature = "chrono")]
