@@ -2,15 +2,18 @@
 //! webhook's client does, to see what the cert-manager grants or refuses
 //! (a name, a subject, CA:true, a token). Prints the certificate, never a key.
 
+use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use portcullis_server::cert_manager::{IssueError, issue_for, request_params};
 use portcullis_server::tls::error_chain;
 
 use crate::cli::Request;
+use portcullis_server::exit::Answer;
 
-/// Sends the request; `Err` (exit 1) with the cert-manager's answer when refused.
-pub async fn run(args: Request) -> anyhow::Result<()> {
+/// Sends the request; [`Answer::No`] (exit 1) when the cert-manager
+/// refuses it, its answer on stderr.
+pub async fn run(args: Request) -> anyhow::Result<Answer> {
     let mut params = request_params(&args.tls).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
     if args.ask_for_ca {
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -24,10 +27,13 @@ pub async fn run(args: Request) -> anyhow::Result<()> {
                 unix(issued.not_after),
                 unix(issued.renew_after)
             );
-            print!("{}", issued.chain_pem);
-            Ok(())
+            write!(std::io::stdout(), "{}", issued.chain_pem)?;
+            Ok(Answer::Yes)
         }
-        Err(IssueError::Refused { code, message }) => anyhow::bail!("refused: {code:?}: {message}"),
+        Err(IssueError::Refused { code, message }) => {
+            eprintln!("refused: {code:?}: {message}");
+            Ok(Answer::No)
+        }
         Err(err) => anyhow::bail!(error_chain(&err)),
     }
 }

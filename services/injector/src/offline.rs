@@ -1,6 +1,8 @@
 //! `mutate`: the webhook's answer for a manifest, without a cluster, by the
 //! same decision code the server runs.
 
+use std::io::Write as _;
+
 use anyhow::Context as _;
 use portcullis_admission::{Verdict, decode, encode, manifest};
 use portcullis_server::watch;
@@ -15,6 +17,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
     let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
     let injector = Injector::new(parse(&contents).context("the injector configuration is invalid")?);
     let input = manifest::read_input(&args.file).context("reading the input")?;
+    let mut out = std::io::stdout().lock();
     let mut first = true;
     for document in manifest::documents(&input)? {
         let review = manifest::as_review(document)?;
@@ -27,7 +30,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
             Output::Review => {
                 let (response, _) = decision.respond(&req);
                 let response: Value = serde_json::from_slice(&encode(response))?;
-                println!("{}", serde_json::to_string_pretty(&response)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             }
             Output::Object => {
                 let object = match decision.verdict {
@@ -35,9 +38,9 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
                     Verdict::Allow | Verdict::Deny { .. } => req.object.unwrap_or(Value::Null),
                 };
                 if !first {
-                    println!("---");
+                    writeln!(out, "---")?;
                 }
-                print!("{}", serde_yaml::to_string(&object)?);
+                write!(out, "{}", serde_yaml::to_string(&object)?)?;
             }
         }
         first = false;

@@ -3,6 +3,7 @@
 //! denied.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -56,6 +57,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
     let workers = Workers::new(1)?;
     let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)), workers)
         .with_params(Arc::new(FileParams::new(params)));
+    let mut out = std::io::stdout().lock();
     let mut all_allowed = true;
     for object in objects {
         let review = manifest::as_review(object)?;
@@ -66,14 +68,14 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
             None => format!("{} {}", req.inner.kind.kind, req.inner.name),
         };
         let verdict = if decision.is_denied() { "DENIED" } else { "allowed" };
-        println!("{what}: {verdict}");
+        writeln!(out, "{what}: {verdict}")?;
         for f in &findings {
             let label = match f.action {
                 Action::Deny => "deny",
                 Action::Warn => "warning",
                 Action::Audit => "audit",
             };
-            println!("  {label}: [{}] {}", f.policy, f.message);
+            writeln!(out, "  {label}: [{}] {}", f.policy, f.message)?;
         }
         all_allowed &= !decision.is_denied();
     }

@@ -89,6 +89,36 @@ fn namespace_selectors_see_namespaces_from_the_manifests() {
 #[test]
 fn unreadable_input_is_an_error() {
     let (code, _, stderr) = check("kind: [");
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2), "an error, not a denial");
     assert!(stderr.contains("not YAML or JSON"), "{stderr}");
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_check_quietly() {
+    // `check ... | head -1`: the pipe closes while check still writes.
+    let items: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "c{i}", "namespace": "shop"}}}}"#
+            )
+        })
+        .collect();
+    let list = format!(r#"{{"apiVersion": "v1", "kind": "List", "items": [{}]}}"#, items.join(","));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
+        .args(["check", "--policy"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies.yaml"))
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(list.as_bytes()).unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status.code());
+    assert!(stderr.is_empty(), "{stderr}");
 }

@@ -9,7 +9,7 @@
 //! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
 //! `/metrics` ([`admin`]); polling reload of mounted files that survives the
 //! kubelet's `..data` symlink swap ([`watch`]); and the shutdown signal
-//! ([`shutdown`]). Decisions are not made here: a service hands the
+//! ([`shutdown`]), and how the binaries exit ([`exit`]). Decisions are not made here: a service hands the
 //! handler a pure function from request to [`portcullis_admission::Decision`].
 
 #![forbid(unsafe_code)]
@@ -19,6 +19,7 @@ pub mod args;
 pub mod capture;
 pub mod cert_manager;
 pub mod current;
+pub mod exit;
 pub mod metrics;
 pub mod run;
 pub mod serve;
