@@ -4,33 +4,31 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
 use portcullis_proto::certs::v1::{IssueRequest, WatchTrustBundleRequest};
 use portcullis_server::args::TlsArgs;
 use portcullis_server::cert_manager::{IssueError, issue};
+use portcullis_test_support::process::Process;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
 struct CertManager {
-    child: Child,
+    process: Process,
     addr: SocketAddr,
     admin: SocketAddr,
     dir: tempfile::TempDir,
 }
 
-impl Drop for CertManager {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+/// Starts `command` (a cert-manager on port 0) and reads the addresses it
+/// bound from its log.
+fn spawn(mut command: Command, dir: tempfile::TempDir) -> CertManager {
+    command.args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]).stderr(Stdio::inherit());
+    let (process, addrs) = Process::spawn_reporting(command, &["grpc", "admin"], false);
+    CertManager { process, addr: addrs[0], admin: addrs[1], dir }
 }
 
 fn start() -> CertManager {
@@ -50,8 +48,8 @@ fn start_with(extra: &[&str]) -> CertManager {
         dir.path().display()
     );
     std::fs::write(dir.path().join("config.yaml"), config).unwrap();
-    let (addr, admin) = (free(), free());
-    let child = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"));
+    command
         .arg("serve")
         .arg("--config")
         .arg(dir.path().join("config.yaml"))
@@ -59,19 +57,13 @@ fn start_with(extra: &[&str]) -> CertManager {
         .arg(dir.path().join("ca"))
         .arg("--publish-ca")
         .arg(dir.path().join("trust.pem"))
-        .args(["--listen", &addr.to_string(), "--admin-listen", &admin.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut cm = CertManager { child, addr, admin, dir };
-    // Its own published bundle, not just an open port (a port picked by
-    // free() may be taken by a concurrent test's process meanwhile).
+        .args(extra);
+    let mut cm = spawn(command, dir);
+    // Its own published bundle as well as its addresses.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !cm.dir.path().join("trust.pem").exists() || std::net::TcpStream::connect(addr).is_err() {
-        assert!(cm.child.try_wait().unwrap().is_none(), "cert-manager exited");
-        assert!(Instant::now() < deadline, "cert-manager did not start");
+    while !cm.dir.path().join("trust.pem").exists() {
+        assert!(cm.process.child.try_wait().unwrap().is_none(), "cert-manager exited");
+        assert!(Instant::now() < deadline, "cert-manager did not publish its trust bundle");
         std::thread::sleep(Duration::from_millis(50));
     }
     cm
@@ -207,26 +199,9 @@ async fn the_ca_survives_a_restart() {
     let cm = start();
     let before = std::fs::read_to_string(cm.dir.path().join("trust.pem")).unwrap();
     let dir = cm.dir.path().to_path_buf();
-    let addr = free();
-    let restarted = CertManager {
-        child: Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
-            .args(["serve", "--config"])
-            .arg(dir.join("config.yaml"))
-            .arg("--ca-dir")
-            .arg(dir.join("ca"))
-            .args(["--listen", &addr.to_string(), "--admin-listen", &free().to_string()])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        addr,
-        admin: free(),
-        dir: tempfile::tempdir().unwrap(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "the second cert-manager did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"));
+    command.args(["serve", "--config"]).arg(dir.join("config.yaml")).arg("--ca-dir").arg(dir.join("ca"));
+    let restarted = spawn(command, tempfile::tempdir().unwrap());
     // A client that trusts only the first CA gets a certificate from the
     // second process, and the same trust bundle: the CA was loaded, not made anew.
     let issued = issue(&args_for(&dir, restarted.addr, "s3cret-injector-token", &["localhost"])).await.unwrap();

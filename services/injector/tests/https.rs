@@ -6,12 +6,13 @@
 
 mod support;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use portcullis_test_support::process::Process;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -46,26 +47,15 @@ fn kubelet_write(dir: &Path, version: &str, cert: &str, key: &str) {
     }
 }
 
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
-}
-
 struct Server {
-    child: Child,
+    process: Process,
     webhook: SocketAddr,
     admin: SocketAddr,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn start(certs: &Path) -> Server {
-    let (webhook, admin) = (free_port(), free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"));
+    command
         .args(["serve", "--config"])
         .arg(support::data("config.yaml"))
         .arg("--tls-cert-file")
@@ -73,12 +63,11 @@ async fn start(certs: &Path) -> Server {
         .arg("--tls-key-file")
         .arg(certs.join("tls.key"))
         .args(["--tls-reload-interval", "100ms", "--request-timeout", "2s", "--shutdown-grace", "5s"])
-        .args(["--listen", &webhook.to_string(), "--admin-listen", &admin.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let server = Server { child, webhook, admin };
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .stderr(Stdio::inherit());
+    let (process, addrs) = Process::spawn_reporting(command, &["webhook", "admin"], false);
+    let (webhook, admin) = (addrs[0], addrs[1]);
+    let server = Server { process, webhook, admin };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(r) = reqwest::get(format!("http://{admin}/readyz")).await
@@ -178,7 +167,7 @@ async fn serves_verified_tls_refuses_bad_input_and_swaps_certificates_live() {
     // A broken update (key that does not match) is refused; service goes on.
     let (_, cert3, _) = pki("third");
     kubelet_write(dir.path(), "..2026_11_22_v3", &cert3, &key2);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.process.wait_for_log("new certificate refused; still serving the previous one", Duration::from_secs(10));
     assert_eq!(mutate(&client(&ca2), &server, fixture()).await.unwrap().status(), 200);
 }
 
@@ -217,11 +206,11 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
 
     // Still serving, then SIGTERM: exits cleanly.
     assert_eq!(mutate(&client(&ca), &server, fixture()).await.unwrap().status(), 200);
-    let pid = server.child.id().to_string();
+    let pid = server.process.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
+        if let Some(status) = server.process.child.try_wait().unwrap() {
             assert!(status.success(), "exit status after SIGTERM: {status}");
             let stopped = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
                 .args(["ready", "--admin-listen", &server.admin.to_string()])

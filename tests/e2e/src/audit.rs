@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::{Process, binaries, cluster, ok, repo, spawn_reporting};
+use crate::{Process, binaries, cluster, ok, repo};
 
 /// Installs the OpenReports CRDs from deploy/components/reports, as a
 /// platform team would, and the namespace the audit's Lease lives in.
@@ -39,6 +39,7 @@ pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process
         .env("OTEL_SERVICE_NAME", "portcullis-validator-audit")
         .env("OTEL_BSP_SCHEDULE_DELAY", "200")
         .stderr(Stdio::inherit());
-    let (process, addrs) = spawn_reporting(command, &["admin"], std::env::var_os("PORTCULLIS_E2E_ECHO").is_some());
+    let (process, addrs) =
+        Process::spawn_reporting(command, &["admin"], std::env::var_os("PORTCULLIS_E2E_ECHO").is_some());
     (process, addrs[0])
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::{Cluster, Process, binaries, eventually, ok, repo, spawn_reporting};
+use crate::{Cluster, Process, binaries, eventually, ok, repo};
 
 /// The cert-manager's namespace, as in `deploy/`.
 pub const NAMESPACE: &str = "portcullis-system";
@@ -71,7 +71,7 @@ impl Setup {
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::inherit());
         // It logs its addresses once both listeners are bound.
-        let (process, addrs) = spawn_reporting(command, &["grpc", "admin"], true);
+        let (process, addrs) = Process::spawn_reporting(command, &["grpc", "admin"], true);
         CertManager { process, addr: addrs[0], admin: addrs[1] }
     }
 
@@ -95,7 +95,7 @@ impl Setup {
             .env("OTEL_SERVICE_NAME", "portcullis-injector")
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::inherit());
-        let (process, addrs) = spawn_reporting(command, &["webhook", "admin"], true);
+        let (process, addrs) = Process::spawn_reporting(command, &["webhook", "admin"], true);
         let (addr, admin) = (addrs[0], addrs[1]);
         let ready = format!("http://{admin}/readyz");
         eventually("the injector has its certificate", Duration::from_secs(40), || {

@@ -12,8 +12,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+
+pub use portcullis_test_support::process::Process;
 use std::time::{Duration, Instant};
 
 pub mod audit;
@@ -179,45 +181,6 @@ pub fn binaries() -> &'static Path {
     })
 }
 
-/// Starts `command` (a Portcullis server given `127.0.0.1:0` for its
-/// listeners, so that nothing picks a port in advance) and returns it with
-/// the addresses it bound, read from its startup log line (`key=ADDR` for
-/// each of `keys`, e.g. `webhook`, `admin`). Its log (stdout) goes on to
-/// this process's stderr when `echo`, else it is drained.
-pub fn spawn_reporting(mut command: Command, keys: &[&str], echo: bool) -> (Process, Vec<SocketAddr>) {
-    use std::io::BufRead as _;
-    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let keys: Vec<String> = keys.iter().map(|k| format!("{k}=")).collect();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let found: Option<Vec<SocketAddr>> = keys
-                .iter()
-                .map(|key| {
-                    let at = line.find(key.as_str())? + key.len();
-                    line[at..].split_whitespace().next()?.parse().ok()
-                })
-                .collect();
-            if let Some(addrs) = found {
-                let _ = sender.send(addrs);
-            }
-            if echo {
-                eprintln!("{line}");
-            }
-        }
-    });
-    let mut process = Process(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(addrs) = receiver.recv_timeout(Duration::from_millis(100)) {
-            return (process, addrs);
-        }
-        assert!(process.0.try_wait().unwrap().is_none(), "the process exited before it reported its addresses");
-        assert!(Instant::now() < deadline, "no address line in the process's log within 30 s");
-    }
-}
-
 /// `deploy/overlays/<overlay>` with `deploy/components/<component>` added,
 /// as a platform team's own overlay would be written (kustomize takes only
 /// relative paths), rendered by kubectl's kustomize.
@@ -286,17 +249,6 @@ pub fn metric(admin: SocketAddr, name: &str) -> f64 {
 pub fn decode_base64(text: &str) -> String {
     use base64::Engine as _;
     String::from_utf8(base64::engine::general_purpose::STANDARD.decode(text.trim()).unwrap()).unwrap()
-}
-
-/// A child process killed when dropped.
-#[derive(Debug)]
-pub struct Process(pub Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Traces from the control plane's Jaeger, `GET /api/traces?{query}`;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 
-use crate::{Process, binaries, spawn_reporting};
+use crate::{Process, binaries};
 
 /// A CA and a serving certificate for 127.0.0.1 signed by it.
 #[derive(Debug, Clone)]
@@ -141,7 +141,7 @@ impl Webhook {
             .env("OTEL_SERVICE_NAME", service)
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::inherit());
-        let (process, addrs) = spawn_reporting(command, &["webhook", "admin"], false);
+        let (process, addrs) = Process::spawn_reporting(command, &["webhook", "admin"], false);
         (self.addr, self.admin) = (addrs[0], addrs[1]);
         self.process = Some(process);
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -161,7 +161,7 @@ impl Webhook {
 
     /// The process id of the running webhook.
     pub fn pid(&self) -> u32 {
-        self.process.as_ref().map(|p| p.0.id()).expect("the webhook is running")
+        self.process.as_ref().map(|p| p.id()).expect("the webhook is running")
     }
 
     /// An HTTPS client that trusts this webhook's certificate.

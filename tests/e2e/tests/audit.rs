@@ -282,7 +282,7 @@ async fn ten_thousand_objects_in_bounded_memory() {
     })
     .await;
     assert_eq!(report["results"].as_array().unwrap().len(), 1000);
-    let status = std::fs::read_to_string(format!("/proc/{}/status", process.0.id())).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", process.id())).unwrap();
     let kib = |key: &str| -> u64 {
         let line = status.lines().find(|l| l.starts_with(key)).unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()

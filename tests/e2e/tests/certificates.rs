@@ -8,7 +8,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use portcullis_e2e::{Process, binaries, cluster, eventually, jaeger_traces, repo, spans_of, spawn_reporting};
+use portcullis_e2e::{Process, binaries, cluster, eventually, jaeger_traces, repo, spans_of};
 
 #[tokio::test]
 async fn the_injector_serves_a_certificate_from_the_cert_manager() {
@@ -39,7 +39,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", &jaeger)
             .env("OTEL_BSP_SCHEDULE_DELAY", "200")
             .stderr(Stdio::null());
-        spawn_reporting(command, &["grpc", "admin"], false)
+        Process::spawn_reporting(command, &["grpc", "admin"], false)
     };
     // The CA exists before the webhook needs to trust the cert-manager.
     let (first, addrs) = cert_manager("127.0.0.1:0", "127.0.0.1:0");
@@ -63,7 +63,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
         .env("OTEL_SERVICE_NAME", "portcullis-injector")
         .env("OTEL_BSP_SCHEDULE_DELAY", "200")
         .stderr(Stdio::null());
-    let (_injector, addrs) = spawn_reporting(injector, &["webhook", "admin"], false);
+    let (_injector, addrs) = Process::spawn_reporting(injector, &["webhook", "admin"], false);
     let (hook, admin) = (addrs[0], addrs[1]);
     let ready = || {
         Command::new("curl")
@@ -107,7 +107,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     // and stays ready.
     drop(cm);
     let hangup = |process: &Process| {
-        assert!(Command::new("kill").args(["-HUP", &process.0.id().to_string()]).status().unwrap().success());
+        assert!(Command::new("kill").args(["-HUP", &process.id().to_string()]).status().unwrap().success());
     };
     hangup(&_injector);
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -243,7 +243,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     let mut failed = Vec::new();
     for i in 0..30 {
         if i % 10 == 5 {
-            let pid = injector.process.0.id().to_string();
+            let pid = injector.process.id().to_string();
             assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
         }
         let out = cluster.kubectl(&["run", &format!("p{i}"), "--image=nginx", "-n", "renewal"]);

@@ -121,7 +121,7 @@ fn prometheus(config: &Path, dir: &Path) -> (Process, SocketAddr) {
         }
     });
     let addr = receiver.recv_timeout(MINUTE).expect("Prometheus did not say where it listens");
-    (Process(child), addr)
+    (Process::from_child(child), addr)
 }
 
 fn get(url: &str) -> Value {

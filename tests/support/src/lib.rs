@@ -1,9 +1,12 @@
-//! Test support shared by the unit, property and fuzz tests of several
-//! crates. Only code that checks Portcullis from the outside lives here: an
-//! RFC 6902 applier written independently of the `json-patch` crate that
-//! produces the patches, so that a bug in one is not hidden by the same bug
-//! in the other. Never a dependency of a service.
+//! Test support shared by the unit, property, fuzz and end-to-end tests of
+//! several crates. Only code that checks Portcullis from the outside lives
+//! here: an RFC 6902 applier written independently of the `json-patch`
+//! crate that produces the patches, so that a bug in one is not hidden by
+//! the same bug in the other ([`rfc6902`]); and servers started on port 0
+//! that report the addresses they bound and keep their log for the test to
+//! wait on ([`process`]). Never a dependency of a service.
 
 #![forbid(unsafe_code)]
 
+pub mod process;
 pub mod rfc6902;
