@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use portcullis_e2e::{Process, spawn_reporting};
+use portcullis_e2e::Process;
 
 use crate::load::Summary;
 use crate::report::{Level, Report, Row};
@@ -168,7 +168,7 @@ impl Server {
                 (&["webhook"], "/mutate")
             }
         };
-        let (process, addrs) = spawn_reporting(command, keys, false);
+        let (process, addrs) = Process::spawn_reporting(command, keys, false);
         let addr: SocketAddr = addrs[0];
         Ok(Contender { name: self.name(), url: format!("https://{addr}{path}"), _process: process })
     }

@@ -63,12 +63,13 @@ impl Election {
         let leases: Api<Lease> = Api::namespaced(client, &self.namespace);
         let mut observer = Observer::default();
         let mut leading: Option<CancellationToken> = None;
+        let mut standing_by = false;
         loop {
-            let holds = match self.try_hold(&leases, &mut observer).await {
-                Ok(holds) => holds,
+            let (holds, seen) = match self.try_hold(&leases, &mut observer).await {
+                Ok(holds) => (holds, true),
                 Err(err) => {
                     tracing::warn!(lease = %self.name, error = %err, "cannot read or renew the lease");
-                    false
+                    (false, false)
                 }
             };
             match (holds, &leading) {
@@ -83,8 +84,12 @@ impl Election {
                     token.cancel();
                     leading = None;
                 }
+                (false, None) if seen && !standing_by => {
+                    tracing::info!(lease = %self.name, identity = %self.identity, "standing by: another replica holds the lease");
+                }
                 _ => {}
             }
+            standing_by = seen && !holds;
             tokio::select! {
                 _ = tokio::time::sleep(self.retry) => {}
                 _ = shutdown.cancelled() => return,

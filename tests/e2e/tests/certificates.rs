@@ -63,7 +63,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
         .env("OTEL_SERVICE_NAME", "portcullis-injector")
         .env("OTEL_BSP_SCHEDULE_DELAY", "200")
         .stderr(Stdio::null());
-    let (_injector, addrs) = Process::spawn_reporting(injector, &["webhook", "admin"], false);
+    let (injector_process, addrs) = Process::spawn_reporting(injector, &["webhook", "admin"], false);
     let (hook, admin) = (addrs[0], addrs[1]);
     let ready = || {
         Command::new("curl")
@@ -109,8 +109,11 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     let hangup = |process: &Process| {
         assert!(Command::new("kill").args(["-HUP", &process.id().to_string()]).status().unwrap().success());
     };
-    hangup(&_injector);
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mark = injector_process.log_mark();
+    hangup(&injector_process);
+    // Evidence that the renewal was tried and failed while serving on.
+    let failed = injector_process.wait_for_log_since(mark, "certificate request failed", Duration::from_secs(30));
+    assert!(failed.contains("serving_previous=true"), "{failed}");
     let fresh = reqwest::Client::builder()
         .tls_built_in_root_certs(false)
         .add_root_certificate(
@@ -379,7 +382,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     };
     let first = eventually("a leader", Duration::from_secs(20), || Some(holder()).filter(|h| !h.is_empty())).await;
     let second = setup.start(cluster, "replica-two", &[]).await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    second.process.wait_for_log("standing by: another replica holds the lease", Duration::from_secs(30));
     assert_eq!(holder(), first, "the second replica must not take a held lease");
     drop(primary);
     eventually("the second replica takes over", Duration::from_secs(40), || (holder() == "replica-two").then_some(()))

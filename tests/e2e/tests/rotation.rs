@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
@@ -52,8 +52,9 @@ async fn pods_keep_being_admitted_through_a_ca_rotation() {
     // A loop of creates, from before the rotation until after the old CA
     // has left the bundle.
     let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
     let creates = {
-        let stop = stop.clone();
+        let (stop, done) = (stop.clone(), done.clone());
         std::thread::spawn(move || {
             let (mut created, mut failed) = (0, Vec::new());
             while !stop.load(Ordering::Relaxed) {
@@ -63,11 +64,17 @@ async fn pods_keep_being_admitted_through_a_ca_rotation() {
                     true => created += 1,
                     false => failed.push(String::from_utf8_lossy(&out.stderr).into_owned()),
                 }
+                done.fetch_add(1, Ordering::SeqCst);
             }
             (created, failed)
         })
     };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A few creates before the rotation starts.
+    let some_more = |after: usize| {
+        let done = done.clone();
+        move || (done.load(Ordering::SeqCst) >= after + 3).then_some(())
+    };
+    eventually("creates before the rotation", Duration::from_secs(30), some_more(0)).await;
 
     // An operator asks for a rotation.
     ok(cluster.kubectl(&["annotate", "secret", "portcullis-webhook-ca", "-n", NAMESPACE, "portcullis.dev/rotate=now"]));
@@ -124,7 +131,9 @@ async fn pods_keep_being_admitted_through_a_ca_rotation() {
         (ca_bundle() == format!("{}\n", new.trim())).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // And a few after the old CA has left.
+    let so_far = done.load(Ordering::SeqCst);
+    eventually("creates after the old CA left", Duration::from_secs(30), some_more(so_far)).await;
     stop.store(true, Ordering::Relaxed);
     let (created, failed) = creates.join().unwrap();
     assert!(failed.is_empty(), "creates failed during the CA rotation: {failed:?}");

@@ -9,6 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// A position in a process's log.
+#[derive(Debug, Clone, Copy)]
+pub struct LogMark(usize);
+
 /// A child process, killed when dropped, with its log (stdout) kept.
 #[derive(Debug)]
 pub struct Process {
@@ -19,8 +23,33 @@ pub struct Process {
 
 #[derive(Debug, Default)]
 struct Log {
-    lines: Mutex<Vec<String>>,
+    lines: Mutex<Lines>,
     grew: Condvar,
+}
+
+/// The newest lines of the log, at most [`KEPT_LINES`] (a server under
+/// load in a benchmark may log for every request).
+#[derive(Debug, Default)]
+struct Lines {
+    kept: std::collections::VecDeque<String>,
+    dropped: usize,
+}
+
+const KEPT_LINES: usize = 100_000;
+
+impl Lines {
+    fn push(&mut self, line: String) {
+        if self.kept.len() == KEPT_LINES {
+            self.kept.pop_front();
+            self.dropped += 1;
+        }
+        self.kept.push_back(line);
+    }
+
+    /// The kept lines from absolute position `from` on.
+    fn since(&self, from: usize) -> impl Iterator<Item = &String> {
+        self.kept.iter().skip(from.saturating_sub(self.dropped))
+    }
 }
 
 impl Process {
@@ -86,9 +115,29 @@ impl Process {
     /// # Panics
     /// When no such line comes `within`.
     pub fn wait_for_log(&self, text: &str, within: Duration) -> String {
+        self.wait_for_log_since(LogMark(0), text, within)
+    }
+
+    /// Where the log is now: [`Process::wait_for_log_since`] looks only at
+    /// lines written after it (take it before the action whose line you
+    /// wait for).
+    pub fn log_mark(&self) -> LogMark {
+        let lines = self.log.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        LogMark(lines.dropped + lines.kept.len())
+    }
+
+    /// Waits until a line written after `mark` contains `text`.
+    ///
+    /// # Panics
+    /// When no such line comes `within`.
+    pub fn wait_for_log_since(&self, mark: LogMark, text: &str, within: Duration) -> String {
         let deadline = Instant::now() + within;
         loop {
-            if let Some(line) = self.find_line(|line| line.contains(text).then(|| line.to_owned())) {
+            let found = {
+                let lines = self.log.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                lines.since(mark.0).find(|line| line.contains(text)).cloned()
+            };
+            if let Some(line) = found {
                 return line;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -99,7 +148,7 @@ impl Process {
 
     fn find_line<T>(&self, mut pick: impl FnMut(&str) -> Option<T>) -> Option<T> {
         let lines = self.log.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        lines.iter().find_map(|line| pick(line))
+        lines.since(0).find_map(|line| pick(line))
     }
 
     fn wait_for_more(&self, at_most: Duration) {
