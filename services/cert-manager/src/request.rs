@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use portcullis_server::cert_manager::{IssueError, issue_for, request_params};
-use portcullis_server::tls::error_chain;
+use portcullis_server::error::error_chain;
 
 use crate::cli::Request;
 use portcullis_server::exit::Answer;

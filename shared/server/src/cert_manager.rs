@@ -17,7 +17,8 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::args::TlsArgs;
-use crate::tls::{CertResolver, TlsError, certified_key, error_chain};
+use crate::error::error_chain;
+use crate::tls::{CertResolver, TlsError, certified_key};
 
 /// Why one issuance failed.
 #[derive(Debug, thiserror::Error)]

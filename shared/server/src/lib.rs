@@ -2,7 +2,9 @@
 //!
 //! One way to do each piece of plumbing, shared by the injector and the
 //! validator: HTTPS with rustls (TLS 1.2+) and a certificate resolver that
-//! is swapped atomically when the certificate files change ([`tls`]); an
+//! is swapped atomically ([`tls`]), fed by the cert-manager
+//! ([`cert_manager`]), files or a self-signed certificate
+//! ([`certificates`]); an
 //! HTTP/1.1 server with header and request time limits and graceful
 //! shutdown that closes keep-alive connections ([`serve`]); the webhook
 //! handler that owns the AdmissionReview protocol, tracing and metrics
@@ -18,7 +20,9 @@ pub mod admin;
 pub mod args;
 pub mod capture;
 pub mod cert_manager;
+pub mod certificates;
 pub mod current;
+pub mod error;
 pub mod exit;
 pub mod metrics;
 pub mod run;

@@ -11,9 +11,11 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, ReadyCheck};
 use crate::args::ServeArgs;
 use crate::capture::Capture;
+use crate::certificates::resolver_from_args;
+use crate::error::error_chain;
 use crate::metrics::Metrics;
 use crate::serve::{Limits, serve_tls};
-use crate::tls::{TlsError, error_chain, resolver_from_args, server_config};
+use crate::tls::{TlsError, server_config};
 use crate::watch::{self, Contents};
 use crate::webhook::{self, Webhook};
 

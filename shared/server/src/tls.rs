@@ -1,17 +1,13 @@
-//! Serving certificates: a resolver that can be swapped while serving, fed
-//! from PEM files (reloaded on change) or a self-signed certificate.
+//! Serving certificates: a resolver that can be swapped while serving, the
+//! certified key built from PEM, and the rustls server configuration. Where
+//! the certificate comes from is [`crate::certificates`].
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_util::sync::CancellationToken;
-
-use crate::args::TlsArgs;
-use crate::watch;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -104,106 +100,4 @@ pub fn certified_key(cert_pem: &[u8], key_pem: &[u8], source: &str) -> Result<Ar
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Key(source.to_owned(), e))?;
     let provider = rustls::crypto::ring::default_provider();
     CertifiedKey::from_der(certs, key, &provider).map(Arc::new).map_err(TlsError::Pair)
-}
-
-/// Starts serving from the configured source: the certificate files
-/// (watched, and swapped in when both change to a valid pair) or, without
-/// files, a self-signed certificate whose CA is written to disk.
-pub fn resolver_from_args(
-    args: &TlsArgs,
-    service: &str,
-    expiry: prometheus_client::metrics::gauge::Gauge,
-    shutdown: CancellationToken,
-) -> Result<Arc<CertResolver>, TlsError> {
-    let resolver = Arc::new(CertResolver::with_expiry_gauge(expiry));
-    if let Some(url) = &args.cert_manager_url {
-        tracing::info!(%url, names = ?args.cert_names, "getting the serving certificate from the cert-manager; not ready until it arrives");
-        crate::cert_manager::spawn(args.clone(), resolver.clone(), shutdown);
-        return Ok(resolver);
-    }
-    match (&args.tls_cert_file, &args.tls_key_file) {
-        (Some(cert), Some(key)) => {
-            let paths = vec![cert.clone(), key.clone()];
-            let contents = watch::read_all(&paths).map_err(TlsError::Io)?;
-            resolver.set(certified_key(&contents[0].1, &contents[1].1, &cert.display().to_string())?);
-            tracing::info!(cert = %cert.display(), "serving the certificate from files; reloaded on change");
-            let target = resolver.clone();
-            let source = cert.display().to_string();
-            watch::spawn_poll("tls certificate", paths, args.tls_reload_interval, contents, shutdown, move |c| {
-                match certified_key(&c[0].1, &c[1].1, &source) {
-                    Ok(key) => {
-                        target.set(key);
-                        tracing::info!(cert = %source, "serving certificate reloaded");
-                    }
-                    // Mid-update (new cert, old key) or broken files: keep
-                    // the old pair; the next change is picked up.
-                    Err(err) => {
-                        tracing::error!(cert = %source, error = %error_chain(&err), "new certificate refused; still serving the previous one")
-                    }
-                }
-            });
-        }
-        _ => {
-            let ca_file = args.self_signed_ca_file.clone().unwrap_or_else(|| default_ca_file(service));
-            let (key, ca_pem) = self_signed(&args.self_signed_sans)?;
-            resolver.set(key);
-            write_ca(&ca_file, &ca_pem);
-        }
-    }
-    Ok(resolver)
-}
-
-fn write_ca(path: &Path, pem: &str) {
-    match std::fs::write(path, pem) {
-        Ok(()) => tracing::warn!(
-            ca_file = %path.display(),
-            "no certificate configured: serving a self-signed certificate for localhost and 127.0.0.1; \
-             its CA is in the ca_file (use it as the webhook caBundle)"
-        ),
-        Err(err) => tracing::warn!(
-            ca_file = %path.display(), error = %err,
-            "no certificate configured: serving a self-signed certificate, but its CA could not be written"
-        ),
-    }
-}
-
-/// Makes a throwaway CA and a leaf for `localhost`, `127.0.0.1`, `::1` and
-/// `extra_sans`. Returns the leaf (chain: leaf, CA) and the CA's PEM.
-pub fn self_signed(extra_sans: &[String]) -> Result<(Arc<CertifiedKey>, String), TlsError> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().map_err(TlsError::SelfSigned)?;
-    let mut ca_params = CertificateParams::default();
-    ca_params.distinguished_name.push(DnType::CommonName, "portcullis self-signed CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(TlsError::SelfSigned)?;
-    let issuer = Issuer::new(ca_params, &ca_key);
-
-    let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-    names.extend(extra_sans.iter().cloned());
-    let mut leaf_params = CertificateParams::new(names).map_err(TlsError::SelfSigned)?;
-    leaf_params.distinguished_name.push(DnType::CommonName, "portcullis webhook");
-    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let leaf_key = KeyPair::generate().map_err(TlsError::SelfSigned)?;
-    let leaf = leaf_params.signed_by(&leaf_key, &issuer).map_err(TlsError::SelfSigned)?;
-
-    let chain = format!("{}{}", leaf.pem(), ca_cert.pem());
-    let key = certified_key(chain.as_bytes(), leaf_key.serialize_pem().as_bytes(), "self-signed")?;
-    Ok((key, ca_cert.pem()))
-}
-
-/// `err` and its sources, `: `-separated, for one log line.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
-/// Where the self-signed CA is written when `--self-signed-ca-file` is not given.
-pub fn default_ca_file(service: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("portcullis-{service}-ca.crt"))
 }
