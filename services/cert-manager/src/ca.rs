@@ -9,10 +9,10 @@ use crate::checks::Approved;
 #[derive(Debug, thiserror::Error)]
 pub enum CaError {
     /// The key or certificate is unusable.
-    #[error("the CA key or certificate is unusable: {0}")]
+    #[error("the CA key or certificate is unusable")]
     Crypto(#[source] rcgen::Error),
     /// Signing failed.
-    #[error("signing failed: {0}")]
+    #[error("signing failed")]
     Sign(#[source] rcgen::Error),
     /// The stored state of the CAs is unusable.
     #[error("the stored CA state is unusable: {0}")]

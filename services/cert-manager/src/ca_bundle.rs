@@ -7,6 +7,7 @@ use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_proto::certs::v1::TrustBundle;
+use portcullis_server::error::error_chain;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -43,7 +44,7 @@ async fn reconcile_kind(
                     let desired = encoded(&bundle.borrow());
                     repair(&api, &object, &desired).await;
                 }
-                Some(Err(err)) => tracing::warn!(error = %err, "watching webhook configurations failed; retrying"),
+                Some(Err(err)) => tracing::warn!(error = %error_chain(&err), "watching webhook configurations failed; retrying"),
                 None => return,
             },
             changed = bundle.changed() => {
@@ -54,7 +55,7 @@ async fn reconcile_kind(
                 let desired = encoded(&bundle.borrow_and_update());
                 match api.list(&kube::api::ListParams::default().labels(LABEL)).await {
                     Ok(list) => for object in list.items { repair(&api, &object, &desired).await },
-                    Err(err) => tracing::warn!(error = %err, "listing webhook configurations failed"),
+                    Err(err) => tracing::warn!(error = %error_chain(&err), "listing webhook configurations failed"),
                 }
             }
             _ = shutdown.cancelled() => return,
@@ -82,7 +83,7 @@ async fn repair(api: &Api<DynamicObject>, object: &DynamicObject, desired: &str)
     }
     let patch: json_patch::Patch = match serde_json::from_value(Value::Array(operations)) {
         Ok(p) => p,
-        Err(err) => return tracing::error!(error = %err, "building the caBundle patch"),
+        Err(err) => return tracing::error!(error = %error_chain(&err), "building the caBundle patch"),
     };
     let patched = api
         .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
@@ -90,6 +91,6 @@ async fn repair(api: &Api<DynamicObject>, object: &DynamicObject, desired: &str)
         .await;
     match patched {
         Ok(_) => tracing::info!(configuration = %name, "caBundle set to the current trust bundle"),
-        Err(err) => tracing::warn!(configuration = %name, error = %err, "could not set caBundle"),
+        Err(err) => tracing::warn!(configuration = %name, error = %error_chain(&err), "could not set caBundle"),
     }
 }

@@ -1,6 +1,7 @@
 //! The gRPC edge: authentication, the checks, signing, and the trust-bundle
 //! stream. `tonic::Status` lives here only.
 
+use portcullis_server::error::error_chain;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
@@ -146,7 +147,7 @@ impl CertificatesService {
                 "the token is not a valid ServiceAccount token for audience {audience} (expired, revoked or for another audience)"
             ))),
             Err(err) => {
-                tracing::error!(error = %err, "TokenReview failed");
+                tracing::error!(error = %error_chain(&err), "TokenReview failed");
                 Err(Status::unavailable("cannot check the token with the API server; retry later"))
             }
         }
@@ -163,7 +164,9 @@ impl CertificatesService {
                     return Ok(client.identity.clone());
                 }
                 Ok(_) => {}
-                Err(err) => tracing::warn!(file = %file.display(), error = %err, "cannot read a client's token file"),
+                Err(err) => {
+                    tracing::warn!(file = %file.display(), error = %error_chain(&err), "cannot read a client's token file")
+                }
             }
         }
         Err(Status::unauthenticated("the bearer token is not valid"))

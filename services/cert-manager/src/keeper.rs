@@ -2,6 +2,7 @@
 //! every interval and, where allowed (the leader; the one standalone
 //! process), takes the rotation step that is due and writes it back.
 
+use portcullis_server::error::error_chain;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,7 +57,7 @@ pub async fn run(
 ) {
     loop {
         if let Err(err) = tick(&store, &policy, rotates, &current).await {
-            tracing::warn!(error = %err, "could not refresh the CA state; keeping the one in hand");
+            tracing::warn!(error = %error_chain(&err), "could not refresh the CA state; keeping the one in hand");
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}

@@ -3,6 +3,7 @@
 //! on, and (for its own signer name) the signer that signs approved CSRs
 //! with a CA kept in a Secret.
 
+use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub const OWN_SIGNER: &str = "portcullis.dev/webhook-serving";
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
     /// An API call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Api {
         /// Which call.
         what: &'static str,
@@ -126,7 +127,7 @@ pub async fn issue_through_csr(
         .instrument(tracing::info_span!("delete CertificateSigningRequest", otel.kind = "client"))
         .await;
     if let Err(err) = deleted {
-        tracing::warn!(csr = %name, error = %err, "could not delete a finished CertificateSigningRequest");
+        tracing::warn!(csr = %name, error = %error_chain(&err), "could not delete a finished CertificateSigningRequest");
     }
     result
 }
@@ -237,7 +238,7 @@ pub async fn run_signer(
             item = stream.next() => match item {
                 Some(Ok(csr)) => csr,
                 Some(Err(err)) => {
-                    tracing::warn!(error = %err, "watching CertificateSigningRequests failed; retrying");
+                    tracing::warn!(error = %error_chain(&err), "watching CertificateSigningRequests failed; retrying");
                     continue;
                 }
                 None => return,
@@ -290,7 +291,7 @@ async fn sign_one(
         .await;
     match written {
         Ok(_) => tracing::info!(csr = %name, "signed"),
-        Err(err) => tracing::warn!(csr = %name, error = %err, "could not write the signed certificate"),
+        Err(err) => tracing::warn!(csr = %name, error = %error_chain(&err), "could not write the signed certificate"),
     }
 }
 
@@ -311,7 +312,7 @@ pub async fn keep_published(
     loop {
         let bundle = authorities.borrow_and_update().bundle_pem();
         if let Err(err) = publish_ca(&client, &namespace, &name, &bundle).await {
-            tracing::warn!(error = %err, configmap = %name, "could not publish the CA bundle; retrying");
+            tracing::warn!(error = %error_chain(&err), configmap = %name, "could not publish the CA bundle; retrying");
         }
         tokio::select! {
             changed = authorities.changed() => if changed.is_err() { return },

@@ -23,7 +23,7 @@ pub const STATE_FILE: &str = "ca-state.json";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -32,7 +32,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The state file is not a map of strings.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Json {
         /// The file.
         path: PathBuf,
@@ -41,7 +41,7 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     /// The API server.
-    #[error("the CA Secret: {0}")]
+    #[error("the CA Secret")]
     Api(#[from] kube::Error),
 }
 

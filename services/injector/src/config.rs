@@ -321,7 +321,8 @@ spec:
     )]
     fn refuses_bad_configs_with_a_clear_message(#[case] text: &str, #[case] expected: &str) {
         let err = load(text).expect_err("must be refused");
-        assert!(err.to_string().contains(expected), "{err}");
+        let said = portcullis_server::error::error_chain(&err);
+        assert!(said.contains(expected), "{said}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Namespace labels for `namespaceSelector`, kept in memory by a watch on
 //! Namespaces (metadata only), so the admission path never calls the API.
 
+use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
@@ -44,7 +45,7 @@ impl WatchedNamespaces {
                 tokio::select! {
                     item = stream.next() => match item {
                         Some(Ok(_)) => {}
-                        Some(Err(err)) => tracing::warn!(error = %err, "namespace watch failed; retrying with backoff"),
+                        Some(Err(err)) => tracing::warn!(error = %error_chain(&err), "namespace watch failed; retrying with backoff"),
                         None => return,
                     },
                     _ = shutdown.cancelled() => return,

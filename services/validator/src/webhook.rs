@@ -1,6 +1,7 @@
 //! The validator as a webhook: the policies in force, the evaluation, and
 //! what it records for operators.
 
+use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -171,7 +172,7 @@ impl Webhook for Validator {
             let validator = self.clone();
             let job = move || span.in_scope(|| validator.review(&req, deadline).0);
             self.workers.run(job).await.unwrap_or_else(|err| {
-                tracing::error!(error = %err, "policy evaluation failed");
+                tracing::error!(error = %error_chain(&err), "policy evaluation failed");
                 Decision::deny(500, "the validator failed to evaluate the request; see its log")
             })
         }

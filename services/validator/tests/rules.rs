@@ -250,5 +250,6 @@ fn bad_policies_are_refused_with_a_clear_message(#[case] spec: &str, #[case] exp
         portcullis_validator::cost::DEFAULT_LIMIT,
     )
     .unwrap_err();
-    assert!(err.to_string().contains(expected), "{err}");
+    let said = portcullis_server::error::error_chain(&err);
+    assert!(said.contains(expected), "{said}");
 }

@@ -28,7 +28,8 @@ pub fn policies(yaml: &str) -> PolicySet {
 }
 
 pub fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, String> {
-    PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())], limit).map_err(|e| e.to_string())
+    PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())], limit)
+        .map_err(|e| portcullis_server::error::error_chain(&e))
 }
 
 pub fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {

@@ -14,7 +14,7 @@ pub const API_VERSION: &str = "portcullis.dev/v1alpha1";
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
     /// The document does not parse as the expected kind.
-    #[error("{file}: document {doc}: {source}")]
+    #[error("{file}: document {doc}")]
     Parse {
         /// The file.
         file: String,

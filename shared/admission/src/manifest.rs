@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// A document is neither YAML nor JSON.
-    #[error("document {doc} is not YAML or JSON: {source}")]
+    #[error("document {doc} is not YAML or JSON")]
     Syntax {
         /// 1-based document index.
         doc: usize,

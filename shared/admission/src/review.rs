@@ -14,7 +14,7 @@ const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// The body is not JSON, or not shaped like an `AdmissionReview`.
-    #[error("body is not a valid AdmissionReview: {0}")]
+    #[error("body is not a valid AdmissionReview")]
     Json(#[source] serde_json::Error),
     /// The review names an `apiVersion`/`kind` this webhook does not speak.
     #[error(

@@ -9,6 +9,7 @@
 //! redaction and the write happen on a writer task, and when it falls behind
 //! requests are dropped from the capture, never delayed.
 
+use crate::error::error_chain;
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -114,8 +115,8 @@ async fn write_all(mut receiver: mpsc::Receiver<Captured>, dir: PathBuf, max_fil
                     }
                 }
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "cannot write a captured request"),
-            Err(err) => tracing::warn!(error = %err, "capture writer failed"),
+            Ok(Err(err)) => tracing::warn!(error = %error_chain(&err), "cannot write a captured request"),
+            Err(err) => tracing::warn!(error = %error_chain(&err), "capture writer failed"),
         }
     }
 }

@@ -70,7 +70,7 @@ fn write_ca(path: &Path, pem: &str) {
              its CA is in the ca_file (use it as the webhook caBundle)"
         ),
         Err(err) => tracing::warn!(
-            ca_file = %path.display(), error = %err,
+            ca_file = %path.display(), error = %error_chain(&err),
             "no certificate configured: serving a self-signed certificate, but its CA could not be written"
         ),
     }

@@ -3,6 +3,7 @@
 //! keep-alive connections so the API server does not reuse a dying pod's;
 //! and the same TLS accepting as a stream of connections, for gRPC.
 
+use crate::error::error_chain;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ pub async fn serve_tls(
             let Some(tls) = handshake(&acceptor, tcp, peer).await else { return };
             let conn = http.serve_connection(TokioIo::new(tls), service);
             if let Err(err) = watcher.watch(conn).await {
-                tracing::debug!(%peer, error = %err, "connection ended with an error");
+                tracing::debug!(%peer, error = %error_chain(&err), "connection ended with an error");
             }
         });
     }
@@ -95,7 +96,7 @@ async fn accept(
             accepted = listener.accept() => match accepted {
                 Ok(conn) => return Some(conn),
                 Err(err) => {
-                    tracing::warn!(error = %err, "accept failed");
+                    tracing::warn!(error = %error_chain(&err), "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -114,7 +115,7 @@ async fn handshake(
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => Some(tls),
         Ok(Err(err)) => {
-            tracing::debug!(%peer, error = %err, "TLS handshake failed");
+            tracing::debug!(%peer, error = %error_chain(&err), "TLS handshake failed");
             None
         }
         Err(_) => {

@@ -1,5 +1,6 @@
 //! The one shutdown signal every server and background task follows.
 
+use crate::error::error_chain;
 use tokio_util::sync::CancellationToken;
 
 /// A token cancelled on the first SIGTERM or SIGINT.
@@ -25,7 +26,7 @@ async fn wait_for_signal() {
             }
         }
         Err(err) => {
-            tracing::warn!(error = %err, "cannot listen for SIGTERM; only SIGINT stops the server");
+            tracing::warn!(error = %error_chain(&err), "cannot listen for SIGTERM; only SIGINT stops the server");
             let _ = tokio::signal::ctrl_c().await;
         }
     }

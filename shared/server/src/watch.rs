@@ -6,6 +6,7 @@
 //! interval, so it is the only mechanism here (controller-runtime's
 //! certwatcher falls back to the same).
 
+use crate::error::error_chain;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -80,7 +81,7 @@ where
                 }
                 Err(err) if !failing => {
                     failing = true;
-                    tracing::warn!(what, error = %err, "cannot read watched files; keeping what was loaded");
+                    tracing::warn!(what, error = %error_chain(&err), "cannot read watched files; keeping what was loaded");
                 }
                 Err(_) => {}
             }

@@ -1,6 +1,7 @@
 //! The webhook handler: owns the AdmissionReview protocol, the admission
 //! span and the metrics, and hands the decision to a pure function.
 
+use crate::error::error_chain;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -144,7 +145,7 @@ async fn answer<W: Webhook>(
     };
     let req = match decode(&body) {
         Ok(req) => req,
-        Err(err) => return invalid(ApiError::bad_request(err.to_string())),
+        Err(err) => return invalid(ApiError::bad_request(error_chain(&err))),
     };
     if let Some(capture) = &state.capture {
         capture.offer(&req, &body, trace_id.as_deref());

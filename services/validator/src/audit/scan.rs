@@ -4,6 +4,7 @@
 //! and then as objects change. A new policy set, or the periodic interval,
 //! starts a new pass; a pass that relists replaces what the last one found.
 
+use portcullis_server::error::error_chain;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,7 +125,7 @@ impl Auditor {
         let mut targets = match self.targets(policies).await {
             Ok(targets) => targets,
             Err(err) => {
-                tracing::warn!(parent: &span, error = %err, "API discovery failed; retrying");
+                tracing::warn!(parent: &span, error = %error_chain(&err), "API discovery failed; retrying");
                 tokio::time::sleep(self.report_delay.max(Duration::from_secs(1))).await;
                 return;
             }
@@ -223,7 +224,7 @@ impl Auditor {
                 target.list = List::Done;
             }
             Err(err) => {
-                tracing::warn!(resource = %target.key, error = %err, "cannot list or watch; retrying with backoff");
+                tracing::warn!(resource = %target.key, error = %error_chain(&err), "cannot list or watch; retrying with backoff");
                 // A resource the audit may not read must not hold the pass
                 // open for ever: its objects are left out, with this warning.
                 if let watcher::Error::InitialListFailed(kube::Error::Api(status)) = &err
@@ -254,7 +255,7 @@ impl Auditor {
         let req = match existing(kind, gvr, value, AUDIT_USER) {
             Ok(req) => req,
             Err(err) => {
-                tracing::warn!(error = %err, "an existing object cannot be judged");
+                tracing::warn!(error = %error_chain(&err), "an existing object cannot be judged");
                 return None;
             }
         };
@@ -285,7 +286,7 @@ impl Auditor {
                 Ok(()) => self.metrics.report_written(true),
                 Err(err) => {
                     self.metrics.report_written(false);
-                    tracing::warn!(%namespace, error = %err, "cannot write the report (are the OpenReports CRDs installed? deploy/components/reports)");
+                    tracing::warn!(%namespace, error = %error_chain(&err), "cannot write the report (are the OpenReports CRDs installed? deploy/components/reports)");
                     results.mark_dirty(namespace);
                 }
             }

@@ -7,6 +7,7 @@
 //! list has arrived, requests it concerns get "not yet synced" under the
 //! policy's failure policy, as in the API server.
 
+use portcullis_server::error::error_chain;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -163,7 +164,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
         match found {
             Ok(found) => break found,
             Err(err) => {
-                tracing::warn!(param_kind = %kind, error = %err, "paramKind is not served by the API; policies reading it fail by their failure policy");
+                tracing::warn!(param_kind = %kind, error = %error_chain(&err), "paramKind is not served by the API; policies reading it fail by their failure policy");
                 *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
                     State::Unknown(err.to_string());
                 tokio::select! {
@@ -193,7 +194,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
                     }
                 }
                 Some(Ok(_)) => {}
-                Some(Err(err)) => tracing::warn!(param_kind = %kind, error = %err, "parameter watch failed; retrying with backoff"),
+                Some(Err(err)) => tracing::warn!(param_kind = %kind, error = %error_chain(&err), "parameter watch failed; retrying with backoff"),
                 None => return,
             },
             _ = watched.stop.cancelled() => return,
