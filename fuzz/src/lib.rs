@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Request, encode};
 use portcullis_validator::budget::{Limit, Limits};
-use portcullis_validator::evaluate::{NamespaceLabels, Settings, decide, evaluate};
+use portcullis_validator::evaluate::{Cluster, NamespaceLabels, Settings, decide, evaluate};
+use portcullis_validator::params::NoParams;
 use serde_json::Value;
 
 /// Namespace labels as a small cluster would have them.
@@ -47,7 +48,8 @@ pub fn validate(req: &Request, limits: Limits) -> Vec<(String, Limit)> {
     let mut exceeded = Vec::new();
     for set in examples::POLICY_SETS.iter() {
         let deadline = Instant::now() + settings.cel_deadline;
-        let evaluation = evaluate(set, &settings, &Namespaces, req, deadline);
+        let cluster = Cluster { namespaces: &Namespaces, params: &NoParams };
+        let evaluation = evaluate(set, &settings, cluster, req, deadline);
         answer(decide(&evaluation.findings, evaluation.applied), req);
         exceeded.extend(evaluation.exceeded);
     }
