@@ -13,7 +13,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
 use portcullis_fuzz::review::Envelope;
-use portcullis_fuzz::{Namespaces, json, pod, settings};
+use portcullis_fuzz::{cluster, json, pod, settings};
 use portcullis_validator::budget::{Limit, Limits};
 use portcullis_validator::evaluate::evaluate;
 use portcullis_validator::policy::PolicySet;
@@ -161,7 +161,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(req) = decode(&Envelope::pod_create().body(Some(&object), None)) else { return };
     let settings = settings(Limits { per_call: 20_000, per_policy: 50_000 });
     let deadline = std::time::Instant::now() + settings.cel_deadline;
-    let evaluation = evaluate(&set, &settings, &Namespaces, &req, deadline);
+    let evaluation = evaluate(&set, &settings, cluster(), &req, deadline);
     assert!(
         !evaluation.exceeded.iter().any(|(_, limit)| *limit == Limit::Deadline),
         "{validation:?} / {message:?} / {variable:?} ran to its deadline within its budget"

@@ -9,7 +9,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
 use portcullis_fuzz::review::Envelope;
-use portcullis_fuzz::{Namespaces, settings};
+use portcullis_fuzz::{cluster, settings};
 use portcullis_validator::budget::Limits;
 use portcullis_validator::evaluate::evaluate;
 use portcullis_validator::policy::PolicySet;
@@ -25,5 +25,5 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(req) = decode(&Envelope::pod_create().body(Some(&pod), None)) else { return };
     let settings = settings(Limits { per_call: 20_000, per_policy: 50_000 });
     let deadline = std::time::Instant::now() + settings.cel_deadline;
-    let _ = evaluate(&set, &settings, &Namespaces, &req, deadline);
+    let _ = evaluate(&set, &settings, cluster(), &req, deadline);
 });

@@ -32,6 +32,12 @@ impl NamespaceLabels for Namespaces {
     }
 }
 
+/// What the fuzzed evaluations see of a cluster: [`Namespaces`], and no
+/// parameter objects.
+pub fn cluster() -> Cluster<'static> {
+    Cluster { namespaces: &Namespaces, params: &NoParams }
+}
+
 /// The validator's settings with `limits` and its default deadline.
 pub fn settings(limits: Limits) -> Settings {
     Settings {
@@ -48,8 +54,7 @@ pub fn validate(req: &Request, limits: Limits) -> Vec<(String, Limit)> {
     let mut exceeded = Vec::new();
     for set in examples::POLICY_SETS.iter() {
         let deadline = Instant::now() + settings.cel_deadline;
-        let cluster = Cluster { namespaces: &Namespaces, params: &NoParams };
-        let evaluation = evaluate(set, &settings, cluster, req, deadline);
+        let evaluation = evaluate(set, &settings, cluster(), req, deadline);
         answer(decide(&evaluation.findings, evaluation.applied), req);
         exceeded.extend(evaluation.exceeded);
     }
