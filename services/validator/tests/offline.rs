@@ -5,7 +5,8 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-fn check(stdin: &str) -> (Option<i32>, String, String) {
+/// `check` of the test policies, reading `stdin`, its output piped.
+fn spawn_check(stdin: &str) -> std::process::Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
         .args(["check", "--policy"])
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies.yaml"))
@@ -16,7 +17,11 @@ fn check(stdin: &str) -> (Option<i32>, String, String) {
         .spawn()
         .unwrap();
     child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    child
+}
+
+fn check(stdin: &str) -> (Option<i32>, String, String) {
+    let out = spawn_check(stdin).wait_with_output().unwrap();
     (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
@@ -104,16 +109,7 @@ fn a_reader_that_stops_early_ends_check_quietly() {
         })
         .collect();
     let list = format!(r#"{{"apiVersion": "v1", "kind": "List", "items": [{}]}}"#, items.join(","));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
-        .args(["check", "--policy"])
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies.yaml"))
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(list.as_bytes()).unwrap();
+    let mut child = spawn_check(&list);
     let mut first = [0u8; 16];
     std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
     drop(child.stdout.take());
