@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{ParamKind, ParamSource, Scope, Selection, picks};
+use super::{ParamKind, ParamSource, ParamsError, Scope, Selection, picks};
 
 /// Parameter objects read from manifests. A kind is namespaced when any of
 /// its objects has a namespace, cluster-scoped when all of them have none,
@@ -33,7 +33,7 @@ fn key(object: &Value) -> (Option<&str>, Option<&str>) {
 }
 
 impl ParamSource for FileParams {
-    fn scope(&self, kind: &ParamKind) -> Result<Scope, String> {
+    fn scope(&self, kind: &ParamKind) -> Result<Scope, ParamsError> {
         let mut objects = self.of_kind(kind).peekable();
         if objects.peek().is_some() && objects.all(|o| namespace(o).is_none()) {
             return Ok(Scope::Cluster);

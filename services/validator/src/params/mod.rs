@@ -106,6 +106,30 @@ impl Params {
     }
 }
 
+/// Why the parameters of a request cannot be found: a configuration
+/// error, handled by the policy's failure policy. The messages are the API
+/// server's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamsError {
+    /// The API does not serve the kind.
+    #[error("paramKind kind `{kind}` not known: {why}")]
+    Unknown {
+        /// The kind.
+        kind: ParamKind,
+        /// What discovery said.
+        why: String,
+    },
+    /// The kind's first list has not arrived yet.
+    #[error("paramKind kind `{0}` not yet synced to use for admission")]
+    NotSynced(ParamKind),
+    /// `paramRef.namespace` with a cluster-scoped kind.
+    #[error("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")]
+    NamespaceOfClusterScopedKind,
+    /// A namespaced kind, no `paramRef.namespace`, a cluster-scoped object.
+    #[error("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")]
+    NoNamespace,
+}
+
 /// Whether objects of a kind live in namespaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -119,7 +143,7 @@ pub enum Scope {
 pub trait ParamSource: Send + Sync {
     /// The kind's scope; `Err` when the kind cannot be read (unknown, or
     /// not yet in memory).
-    fn scope(&self, kind: &ParamKind) -> Result<Scope, String>;
+    fn scope(&self, kind: &ParamKind) -> Result<Scope, ParamsError>;
     /// The objects of `kind` in `namespace` (`None`: cluster-scoped) that
     /// `selection` picks, as JSON, ordered by namespace and name.
     fn find(&self, kind: &ParamKind, namespace: Option<&str>, selection: &Selection) -> Vec<Value>;
@@ -130,7 +154,7 @@ pub trait ParamSource: Send + Sync {
 pub struct NoParams;
 
 impl ParamSource for NoParams {
-    fn scope(&self, _: &ParamKind) -> Result<Scope, String> {
+    fn scope(&self, _: &ParamKind) -> Result<Scope, ParamsError> {
         Ok(Scope::Namespaced)
     }
 
@@ -144,16 +168,12 @@ impl ParamSource for NoParams {
 /// is read in `paramRef.namespace` or else the request's namespace; a
 /// cluster-scoped kind takes no namespace. `Err` is a configuration error,
 /// handled by the policy's failure policy.
-pub fn collect(source: &dyn ParamSource, params: &Params, request_namespace: &str) -> Result<Vec<Value>, String> {
+pub fn collect(source: &dyn ParamSource, params: &Params, request_namespace: &str) -> Result<Vec<Value>, ParamsError> {
     let namespace = match (source.scope(&params.kind)?, params.namespace.as_deref()) {
         (Scope::Cluster, None) => None,
-        (Scope::Cluster, Some(_)) => {
-            return Err("paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into());
-        }
+        (Scope::Cluster, Some(_)) => return Err(ParamsError::NamespaceOfClusterScopedKind),
         (Scope::Namespaced, Some(namespace)) => Some(namespace),
-        (Scope::Namespaced, None) if request_namespace.is_empty() => {
-            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into());
-        }
+        (Scope::Namespaced, None) if request_namespace.is_empty() => return Err(ParamsError::NoNamespace),
         (Scope::Namespaced, None) => Some(request_namespace),
     };
     Ok(source.find(&params.kind, namespace, &params.selection))
@@ -196,7 +216,7 @@ mod tests {
     struct Fixed(Scope);
 
     impl ParamSource for Fixed {
-        fn scope(&self, _: &ParamKind) -> Result<Scope, String> {
+        fn scope(&self, _: &ParamKind) -> Result<Scope, ParamsError> {
             Ok(self.0)
         }
 
@@ -216,9 +236,9 @@ mod tests {
         let namespaced = Fixed(Scope::Namespaced);
         assert_eq!(collect(&namespaced, &params(None), "team-a"), Ok(vec![json!("team-a")]));
         assert_eq!(collect(&namespaced, &params(Some("shared")), "team-a"), Ok(vec![json!("shared")]));
-        assert!(collect(&namespaced, &params(None), "").is_err_and(|e| e.contains("cluster-scoped resources")));
+        assert_eq!(collect(&namespaced, &params(None), ""), Err(ParamsError::NoNamespace));
         let cluster = Fixed(Scope::Cluster);
         assert_eq!(collect(&cluster, &params(None), "team-a"), Ok(vec![Value::Null]));
-        assert!(collect(&cluster, &params(Some("x")), "team-a").is_err_and(|e| e.contains("must not be provided")));
+        assert_eq!(collect(&cluster, &params(Some("x")), "team-a"), Err(ParamsError::NamespaceOfClusterScopedKind));
     }
 }

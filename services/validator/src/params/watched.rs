@@ -21,7 +21,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{ParamKind, ParamSource, Scope, Selection, picks};
+use super::{ParamKind, ParamSource, ParamsError, Scope, Selection, picks};
 
 /// How long an unknown kind waits before discovery is asked again (a CRD
 /// may be installed after the policy).
@@ -101,20 +101,25 @@ impl WatchedParams {
         })
     }
 
-    fn with<T>(&self, kind: &ParamKind, f: impl FnOnce(&Kind, &State) -> Result<T, String>) -> Result<T, String> {
+    fn with<T>(
+        &self,
+        kind: &ParamKind,
+        f: impl FnOnce(&Kind, &State) -> Result<T, ParamsError>,
+    ) -> Result<T, ParamsError> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let watched = kinds.get(kind).ok_or_else(|| format!("paramKind kind `{kind}` not known"))?;
+        let unwatched = || ParamsError::Unknown { kind: kind.clone(), why: "no policy reads it".into() };
+        let watched = kinds.get(kind).ok_or_else(unwatched)?;
         let state = watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         f(watched, &state)
     }
 }
 
 impl ParamSource for WatchedParams {
-    fn scope(&self, kind: &ParamKind) -> Result<Scope, String> {
+    fn scope(&self, kind: &ParamKind) -> Result<Scope, ParamsError> {
         self.with(kind, |watched, state| match state {
             State::Watching { scope, .. } if watched.synced.load(Ordering::Relaxed) => Ok(*scope),
-            State::Unknown(why) => Err(format!("paramKind kind `{kind}` not known: {why}")),
-            _ => Err(format!("paramKind kind `{kind}` not yet synced to use for admission")),
+            State::Unknown(why) => Err(ParamsError::Unknown { kind: kind.clone(), why: why.clone() }),
+            _ => Err(ParamsError::NotSynced(kind.clone())),
         })
     }
 
