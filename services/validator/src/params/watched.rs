@@ -21,7 +21,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{ParamKind, ParamSource, ParamsError, Scope, Selection, picks};
+use super::{ParamKind, ParamSource, ParamsError, Scope, Selection};
 
 /// How long an unknown kind waits before discovery is asked again (a CRD
 /// may be installed after the policy).
@@ -132,13 +132,19 @@ impl ParamSource for WatchedParams {
                     key.namespace = namespace.map(str::to_owned);
                     store.get(&key).into_iter().collect()
                 }
-                Selection::Labels(_) => {
-                    let mut all = store.state_filter(|o| o.metadata.namespace.as_deref() == namespace);
-                    all.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-                    all
+                // Matched on the stored metadata: only the picked objects
+                // are converted for the policy.
+                Selection::Labels(selector) => {
+                    let mut picked = store.state_filter(|o| {
+                        let labels = o.metadata.labels.as_ref();
+                        o.metadata.namespace.as_deref() == namespace
+                            && selector.matches(|key| labels.and_then(|l| l.get(key)).map(String::as_str))
+                    });
+                    picked.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                    picked
                 }
             };
-            Ok(objects.iter().filter_map(|o| as_json(o, resource)).filter(|o| picks(selection, o)).collect())
+            Ok(objects.iter().filter_map(|o| as_json(o, resource)).collect())
         });
         found.unwrap_or_default()
     }
