@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::budget::{Limit, Limits};
 use crate::cel::{Bindings, Outcome, to_cel};
-use crate::params::{self, NotFoundAction, ParamSource};
+use crate::params::{self, NotFoundAction, ParamSource, Params, ParamsError};
 use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
 
 /// One violation (or evaluation failure) found by one policy.
@@ -135,55 +135,39 @@ pub fn evaluate(
             with_cel.push(index);
         }
     }
-    let mut exceeded = Vec::new();
-    let mut audit_annotations = Vec::new();
+    let (mut exceeded, mut audit_annotations) = (Vec::new(), Vec::new());
+    let limits = settings.cel_limits;
     if !with_cel.is_empty() {
         // Converted once, borrowed by every policy's evaluation.
         let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
+        let mut judged = Judged { findings, exceeded: Vec::new(), audit_annotations: Vec::new() };
+        let namespace = inner.namespace.as_deref().unwrap_or_default();
         for index in with_cel {
             let policy = &set.policies[index];
-            let objects = match &policy.params {
-                None => vec![None],
-                Some(p) => match params::collect(cluster.params, p, inner.namespace.as_deref().unwrap_or_default()) {
-                    Ok(found) if found.is_empty() && p.not_found == NotFoundAction::Allow => Vec::new(),
-                    Ok(found) if found.is_empty() => {
-                        fail(policy, format!("failed to configure binding: {}", params::NOT_FOUND), &mut findings);
-                        Vec::new()
-                    }
-                    Ok(found) => found.into_iter().map(Some).collect(),
-                    Err(reason) => {
-                        fail(policy, format!("failed to configure binding: {reason}"), &mut findings);
-                        Vec::new()
-                    }
-                },
-            };
-            let mut matched = policy.params.is_some();
-            // With a selector, the policy is judged once per parameter object.
-            for object in objects {
-                let params = object.as_ref().map(to_cel);
-                let outcome = policy.cel.evaluate(&bindings, params.as_deref(), settings.cel_limits, deadline);
-                matched |= outcome != Outcome::NotMatched;
-                match outcome {
-                    Outcome::NotMatched => {}
-                    Outcome::Passed(annotations) => annotate(&mut audit_annotations, policy, annotations),
-                    Outcome::Violations(v, annotations) => {
-                        let what = subject.map(|o| describe(req, o)).unwrap_or_default();
-                        for (message, reason) in v {
-                            push_once(&mut findings, finding(policy, format!("{what}: {message}"), reason.code()));
+            let matched = match &policy.params {
+                None => judged.record(policy, req, subject, policy.cel.evaluate(&bindings, None, limits, deadline)),
+                // With a selector, the policy is judged once per parameter object.
+                Some(p) => {
+                    match parameter_objects(cluster.params, p, namespace) {
+                        Ok(objects) => {
+                            for object in &objects {
+                                let params = to_cel(object);
+                                let outcome = policy.cel.evaluate(&bindings, Some(params.as_ref()), limits, deadline);
+                                judged.record(policy, req, subject, outcome);
+                            }
                         }
-                        annotate(&mut audit_annotations, policy, annotations);
+                        Err(reason) => {
+                            fail(policy, format!("failed to configure binding: {reason}"), &mut judged.findings)
+                        }
                     }
-                    Outcome::Error(reason) => fail(policy, reason, &mut findings),
-                    Outcome::Exceeded { limit, message } => {
-                        exceeded.push((policy.name.clone(), limit));
-                        fail(policy, message, &mut findings);
-                    }
+                    true
                 }
-            }
+            };
             if matched {
                 applied.push(policy.name.clone());
             }
         }
+        Judged { findings, exceeded, audit_annotations } = judged;
     }
     Evaluation { findings, applied, exceeded, audit_annotations, exempted }
 }
@@ -215,6 +199,47 @@ fn annotate(all: &mut Vec<(String, String)>, policy: &Policy, annotations: Vec<(
 
 fn finding(policy: &Policy, message: String, code: u16) -> Finding {
     Finding { policy: policy.name.clone(), action: policy.action, message, code, kind: FindingKind::Violation }
+}
+
+/// What the CEL of the matching policies found.
+struct Judged {
+    findings: Vec<Finding>,
+    exceeded: Vec<(String, Limit)>,
+    audit_annotations: Vec<(String, String)>,
+}
+
+impl Judged {
+    /// Records what `policy`'s CEL found on `req`; whether the policy
+    /// applied (its match conditions held).
+    fn record(&mut self, policy: &Policy, req: &Request, subject: Option<&Value>, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::NotMatched => return false,
+            Outcome::Passed(annotations) => annotate(&mut self.audit_annotations, policy, annotations),
+            Outcome::Violations(v, annotations) => {
+                let what = subject.map(|o| describe(req, o)).unwrap_or_default();
+                for (message, reason) in v {
+                    push_once(&mut self.findings, finding(policy, format!("{what}: {message}"), reason.code()));
+                }
+                annotate(&mut self.audit_annotations, policy, annotations);
+            }
+            Outcome::Error(reason) => fail(policy, reason, &mut self.findings),
+            Outcome::Exceeded { limit, message } => {
+                self.exceeded.push((policy.name.clone(), limit));
+                fail(policy, message, &mut self.findings);
+            }
+        }
+        true
+    }
+}
+
+/// The parameter objects `params` selects for a request in `namespace`;
+/// none found is an error when the policy says `Deny`.
+fn parameter_objects(source: &dyn ParamSource, params: &Params, namespace: &str) -> Result<Vec<Value>, ParamsError> {
+    let found = params::collect(source, params, namespace)?;
+    if found.is_empty() && params.not_found == NotFoundAction::Deny {
+        return Err(ParamsError::NotFound);
+    }
+    Ok(found)
 }
 
 /// Adds `finding` unless the same policy already said the same (a policy

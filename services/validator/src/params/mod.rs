@@ -15,10 +15,6 @@ use serde_json::Value;
 pub use files::FileParams;
 pub use watched::WatchedParams;
 
-/// The message of a `Deny` binding without parameters, as the API server
-/// words it.
-pub const NOT_FOUND: &str = "no params found for policy binding with `Deny` parameterNotFoundAction";
-
 /// The kind of the parameter objects: `paramKind`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -125,6 +121,9 @@ pub enum ParamsError {
     /// `paramRef.namespace` with a cluster-scoped kind.
     #[error("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")]
     NamespaceOfClusterScopedKind,
+    /// No parameter object, and `parameterNotFoundAction: Deny`.
+    #[error("no params found for policy binding with `Deny` parameterNotFoundAction")]
+    NotFound,
     /// A namespaced kind, no `paramRef.namespace`, a cluster-scoped object.
     #[error("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")]
     NoNamespace,
