@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use portcullis_admission::{Verdict, patch_between};
+use portcullis_admission::{Verdict, patch};
 use serde_json::{Value, json};
 
 /// The injector configuration every injector implements: one native
@@ -63,8 +63,8 @@ pub fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
     let Verdict::Patch(mutated) = outcome.decision.verdict else {
         anyhow::bail!("the injector did not patch the benchmark pod");
     };
-    let patch = patch_between(pod, &mutated).context("the injector changed nothing in the benchmark pod")?;
-    Ok(serde_json::to_vec(&patch)?)
+    let patch = patch::diff(pod, &mutated).context("the injector changed nothing in the benchmark pod")?;
+    Ok(patch.into_bytes())
 }
 
 /// The label that makes a pod break the policies: the evidence that a

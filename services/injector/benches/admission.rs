@@ -8,6 +8,11 @@ use portcullis_admission::{decode, encode};
 use portcullis_injector::webhook::Injector;
 use serde_json::{Value, json};
 
+/// The allocator the service binary runs with (its `main.rs`), so that the
+/// figures are those of production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CONFIG: &str = include_str!("../tests/data/config.yaml");
 
 fn review(containers: usize) -> Vec<u8> {

@@ -14,6 +14,11 @@ use portcullis_validator::webhook::{NoNamespaces, Validator};
 use portcullis_validator::workers::Workers;
 use serde_json::json;
 
+/// The allocator the service binary runs with (its `main.rs`), so that the
+/// figures are those of production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let all = include_str!("../tests/data/policies.yaml");
     let built_in: String =

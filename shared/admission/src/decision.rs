@@ -3,7 +3,7 @@
 use kube::core::admission::AdmissionResponse;
 use serde_json::Value;
 
-use crate::Request;
+use crate::{Request, patch};
 
 /// What a decision does with the request: exactly one of three, so that a
 /// denied request can never also carry a patch.
@@ -78,49 +78,15 @@ impl Decision {
                 response.result.code = code;
                 return (response, 0);
             }
-            (Verdict::Patch(mutated), Some(original)) => patch_between(original, &mutated),
+            (Verdict::Patch(mutated), Some(original)) => patch::diff(original, &mutated),
             (Verdict::Patch(_) | Verdict::Allow, _) => None,
         };
         let Some(patch) = patch else {
             return (response, 0);
         };
-        let operations = patch.0.len();
-        match response.clone().with_patch(patch) {
-            Ok(patched) => (patched, operations),
-            // A patch of plain JSON always serializes; if it ever did not,
-            // denying is the only answer that cannot store a wrong object.
-            Err(err) => (response.deny(format!("internal error encoding the patch: {err}")), 0),
-        }
-    }
-}
-
-/// The RFC 6902 patch that turns `original` into `mutated`, or `None` when
-/// they are equal. Computed by diff, so keys with `/` or `~` are escaped and
-/// existing maps are never replaced wholesale.
-pub fn patch_between(original: &Value, mutated: &Value) -> Option<json_patch::Patch> {
-    let patch = json_patch::diff(original, mutated);
-    (!patch.0.is_empty()).then_some(patch)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn diff_escapes_pointer_keys_and_keeps_existing_annotations() {
-        let original = json!({"metadata": {"annotations": {"a/b~c": "1"}}});
-        let mutated = json!({"metadata": {"annotations": {"a/b~c": "2", "portcullis.dev/status": "{}"}}});
-        let patch = serde_json::to_value(patch_between(&original, &mutated)).unwrap_or_default();
-        let paths: Vec<&str> = patch.as_array().into_iter().flatten().filter_map(|op| op["path"].as_str()).collect();
-        assert!(paths.contains(&"/metadata/annotations/a~1b~0c"), "{patch}");
-        assert!(paths.contains(&"/metadata/annotations/portcullis.dev~1status"), "{patch}");
-        assert!(!paths.contains(&"/metadata/annotations"), "{patch}");
-    }
-
-    #[test]
-    fn equal_objects_have_no_patch() {
-        let v = json!({"spec": {"containers": [{"name": "a"}]}});
-        assert!(patch_between(&v, &v.clone()).is_none());
+        let operations = patch.operations();
+        // `encode` writes the patch type of a response with a patch.
+        response.patch = Some(patch.into_bytes());
+        (response, operations)
     }
 }

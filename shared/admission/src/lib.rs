@@ -16,10 +16,12 @@ mod decision;
 pub mod documents;
 pub mod image;
 pub mod manifest;
+pub mod patch;
 mod review;
 pub mod selector;
 
-pub use decision::{Decision, Verdict, patch_between};
+pub use decision::{Decision, Verdict};
+pub use patch::JsonPatch;
 pub use review::{DecodeError, Request, decode, encode, existing};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that

@@ -1,7 +1,10 @@
 //! Decoding and encoding `AdmissionReview` bodies.
 
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
+use base64::Engine as _;
+use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde_json::{Value, json};
 
 /// The admission API versions the API server may send.
@@ -72,31 +75,86 @@ impl Request {
     }
 }
 
-/// Decodes and checks an `AdmissionReview` body (v1 or v1beta1). The body is
-/// parsed once; the objects, which are most of it, are moved out as JSON
-/// and only the small envelope is typed.
+/// Decodes and checks an `AdmissionReview` body (v1 or v1beta1) in one
+/// pass: the envelope is typed as it is read, and the objects, which are
+/// most of the body, become JSON without an intermediate copy.
 pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
-    let mut review: Value = serde_json::from_slice(body).map_err(DecodeError::Json)?;
-    let mut take = |field: &str| {
-        let request = review.get_mut("request").and_then(Value::as_object_mut)?;
-        request.remove(field).filter(|v| !v.is_null())
-    };
-    let (object, old_object) = (take("object"), take("oldObject"));
-    let review: AdmissionReview<DynamicObject> = serde_json::from_value(review).map_err(DecodeError::Json)?;
-    let (api_version, kind) = (&review.types.api_version, &review.types.kind);
+    let review: ReceivedReview = serde_json::from_slice(body).map_err(DecodeError::Json)?;
+    let (api_version, kind) = (review.api_version, review.kind);
     if kind != "AdmissionReview" || !API_VERSIONS.contains(&api_version.as_str()) {
-        return Err(DecodeError::UnsupportedType { api_version: api_version.clone(), kind: kind.clone() });
+        return Err(DecodeError::UnsupportedType { api_version, kind });
     }
-    let inner: AdmissionRequest<DynamicObject> = review.try_into().map_err(|_| DecodeError::MissingRequest)?;
-    if inner.uid.is_empty() {
+    let wire = review.request.ok_or(DecodeError::MissingRequest)?;
+    if wire.uid.is_empty() {
         return Err(DecodeError::MissingUid);
     }
-    for (field, value) in [("object", &object), ("oldObject", &old_object)] {
+    for (field, value) in [("object", &wire.object), ("oldObject", &wire.old_object)] {
         if let Some(value) = value {
-            check_kind(&inner.kind, field, value)?;
+            check_kind(&wire.kind, field, value)?;
         }
     }
-    Ok(Request { inner, object, old_object })
+    let inner = AdmissionRequest {
+        types: TypeMeta { api_version, kind },
+        uid: wire.uid,
+        kind: wire.kind,
+        resource: wire.resource,
+        sub_resource: wire.sub_resource,
+        request_kind: wire.request_kind,
+        request_resource: wire.request_resource,
+        request_sub_resource: wire.request_sub_resource,
+        name: wire.name,
+        namespace: wire.namespace,
+        operation: wire.operation,
+        user_info: wire.user_info,
+        object: None,
+        old_object: None,
+        dry_run: wire.dry_run,
+        options: wire.options,
+    };
+    Ok(Request { inner, object: wire.object, old_object: wire.old_object })
+}
+
+/// An `AdmissionReview` as it arrives: `kube`'s request envelope, with the
+/// objects kept as JSON (kube's `DynamicObject` would type their metadata
+/// and copy the rest).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReceivedReview {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    request: Option<ReceivedRequest>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReceivedRequest {
+    uid: String,
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    request_kind: Option<GroupVersionKind>,
+    #[serde(default)]
+    request_resource: Option<GroupVersionResource>,
+    #[serde(default)]
+    request_sub_resource: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    operation: Operation,
+    user_info: UserInfo,
+    #[serde(default)]
+    object: Option<Value>,
+    #[serde(default)]
+    old_object: Option<Value>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    options: Option<RawExtension>,
 }
 
 /// An object that already exists in the cluster, presented as the API server
@@ -159,56 +217,40 @@ fn check_kind(declared: &GroupVersionKind, field: &'static str, object: &Value) 
 /// the base64 of the JSON Patch (kube-core's type would send its bytes as a
 /// JSON array of numbers, four times the size and unreadable).
 pub fn encode(response: AdmissionResponse) -> Vec<u8> {
-    let review = WireReview {
-        api_version: &response.types.api_version,
-        kind: "AdmissionReview",
-        response: WireResponse {
-            uid: &response.uid,
-            allowed: response.allowed,
-            status: &response.result,
-            patch: response.patch.as_deref().map(Base64),
-            patch_type: response.patch.as_ref().map(|_| "JSONPatch"),
-            audit_annotations: &response.audit_annotations,
-            warnings: response.warnings.as_deref(),
-        },
-    };
-    // Plain strings, maps and bytes always serialize.
-    serde_json::to_vec(&review).unwrap_or_default()
-}
-
-/// The `AdmissionReview` a webhook answers with, borrowed from the response.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireReview<'a> {
-    api_version: &'a str,
-    kind: &'static str,
-    response: WireResponse<'a>,
-}
-
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireResponse<'a> {
-    uid: &'a str,
-    allowed: bool,
-    status: &'a kube::core::Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<Base64<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "std::collections::HashMap::is_empty")]
-    audit_annotations: &'a std::collections::HashMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warnings: Option<&'a [String]>,
-}
-
-/// Bytes serialized as a standard base64 string (Go's `[]byte` in JSON).
-struct Base64<'a>(&'a [u8]);
-
-impl serde::Serialize for Base64<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use base64::Engine as _;
-        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(self.0))
+    let patch = response.patch.as_deref();
+    let mut out = Vec::with_capacity(256 + patch.map_or(0, |p| p.len() / 3 * 4 + 4));
+    out.extend_from_slice(br#"{"apiVersion":"#);
+    write_json(&mut out, &response.types.api_version);
+    out.extend_from_slice(br#","kind":"AdmissionReview","response":{"uid":"#);
+    write_json(&mut out, &response.uid);
+    out.extend_from_slice(if response.allowed { br#","allowed":true"# } else { br#","allowed":false"# });
+    out.extend_from_slice(br#","status":"#);
+    write_json(&mut out, &response.result);
+    if let Some(patch) = patch {
+        // Base64 needs no JSON escaping: written as is, not scanned again.
+        out.extend_from_slice(br#","patch":""#);
+        let start = out.len();
+        out.resize(start + patch.len().div_ceil(3) * 4, 0);
+        let written = base64::engine::general_purpose::STANDARD.encode_slice(patch, &mut out[start..]).unwrap_or(0);
+        out.truncate(start + written);
+        out.extend_from_slice(br#"","patchType":"JSONPatch""#);
     }
+    if !response.audit_annotations.is_empty() {
+        out.extend_from_slice(br#","auditAnnotations":"#);
+        write_json(&mut out, &response.audit_annotations);
+    }
+    if let Some(warnings) = &response.warnings {
+        out.extend_from_slice(br#","warnings":"#);
+        write_json(&mut out, warnings);
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// Appends `value` as JSON. Strings, string maps and kube's `Status`
+/// always serialize; writing into a `Vec` cannot fail.
+fn write_json(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 #[cfg(test)]
@@ -264,7 +306,6 @@ mod tests {
             .expect("patch serializes");
         let out: Value = serde_json::from_slice(&encode(response)).expect("json");
         let text = out["response"]["patch"].as_str().expect("patch is a string");
-        use base64::Engine as _;
         let decoded = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
         assert_eq!(serde_json::from_slice::<Value>(&decoded).expect("json patch"), patch);
         assert_eq!(out["response"]["patchType"], "JSONPatch");

@@ -7,7 +7,7 @@
 
 use kube::core::{Selector, SelectorExt};
 use portcullis_admission::image;
-use portcullis_admission::patch_between;
+use portcullis_admission::patch;
 use portcullis_admission::selector::{LabelSelector, Operator, Requirement};
 use portcullis_test_support::rfc6902;
 use proptest::prelude::*;
@@ -25,7 +25,7 @@ fn json() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 5, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map("[ab/~01]{0,2}", inner, 0..5)
+            prop::collection::btree_map("[ab/~01\"\\\\\n]{0,2}", inner, 0..5)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
@@ -37,8 +37,9 @@ proptest! {
     #[test]
     fn a_patch_by_diff_gives_exactly_the_target(original in json(), target in json()) {
         let mut patched = original.clone();
-        if let Some(patch) = patch_between(&original, &target) {
-            let patch = serde_json::to_value(&patch).unwrap();
+        if let Some(written) = patch::diff(&original, &target) {
+            let patch: Value = serde_json::from_slice(written.as_bytes()).unwrap();
+            prop_assert_eq!(patch.as_array().map(Vec::len), Some(written.operations()));
             rfc6902::apply(&mut patched, &patch).map_err(TestCaseError::fail)?;
         }
         prop_assert_eq!(patched, target);
@@ -46,7 +47,15 @@ proptest! {
 
     #[test]
     fn equal_objects_have_no_patch(object in json()) {
-        prop_assert!(patch_between(&object, &object.clone()).is_none());
+        prop_assert!(patch::diff(&object, &object.clone()).is_none());
+    }
+
+    #[test]
+    fn the_patch_has_the_operations_json_patch_computes(original in json(), target in json()) {
+        let ours: Value = patch::diff(&original, &target)
+            .map(|p| serde_json::from_slice(p.as_bytes()).unwrap())
+            .unwrap_or_else(|| Value::Array(Vec::new()));
+        prop_assert_eq!(ours, serde_json::to_value(json_patch::diff(&original, &target)).unwrap());
     }
 }
 

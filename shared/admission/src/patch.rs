@@ -1,0 +1,217 @@
+//! The JSON Patch (RFC 6902) from one JSON value to another, computed by
+//! diff and written straight into the bytes the response carries.
+//!
+//! The operations are those of `json_patch::diff` (object keys in order,
+//! then removed keys; arrays position by position, extra items added or
+//! removed at the end), but nothing is cloned and no intermediate patch is
+//! built: equal subtrees are walked without building a pointer, and an
+//! operation's pointer and value are serialized where they are found.
+
+use std::io::Write as _;
+
+use serde_json::{Map, Value};
+
+/// A JSON Patch as the bytes of its JSON array, with its count of
+/// operations. Never empty: equal values have no patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPatch {
+    json: Vec<u8>,
+    operations: usize,
+}
+
+impl JsonPatch {
+    /// The patch as JSON text (a JSON array of operations).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// The patch as JSON text, moved out.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.json
+    }
+
+    /// How many operations the patch holds (at least one).
+    pub fn operations(&self) -> usize {
+        self.operations
+    }
+}
+
+/// The RFC 6902 patch that turns `original` into `mutated`, or `None` when
+/// they are equal. Keys with `/` or `~` are escaped, and a map that exists
+/// on both sides is edited key by key, never replaced wholesale.
+pub fn diff(original: &Value, mutated: &Value) -> Option<JsonPatch> {
+    let mut writer = Writer { json: Vec::new(), path: Vec::new(), operations: 0 };
+    writer.value(original, mutated);
+    if writer.operations == 0 {
+        return None;
+    }
+    writer.json.push(b']');
+    Some(JsonPatch { json: writer.json, operations: writer.operations })
+}
+
+/// One step of the JSON Pointer to where the walk is.
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+#[derive(Debug)]
+struct Writer<'a> {
+    json: Vec<u8>,
+    path: Vec<Step<'a>>,
+    operations: usize,
+}
+
+impl<'a> Writer<'a> {
+    fn value(&mut self, left: &'a Value, right: &'a Value) {
+        match (left, right) {
+            (Value::Object(left), Value::Object(right)) => self.object(left, right),
+            (Value::Array(left), Value::Array(right)) => self.array(left, right),
+            _ if left == right => {}
+            _ => self.operation("replace", Some(right)),
+        }
+    }
+
+    /// Both maps are sorted by key, so one merged pass finds the keys that
+    /// changed, were added and were removed; removals are written after the
+    /// rest, as `json_patch::diff` does.
+    fn object(&mut self, left: &'a Map<String, Value>, right: &'a Map<String, Value>) {
+        let mut removed = Vec::new();
+        let mut old = left.iter().peekable();
+        for (key, new_value) in right {
+            while let Some((gone, _)) = old.next_if(|(k, _)| k.as_str() < key.as_str()) {
+                removed.push(gone.as_str());
+            }
+            self.path.push(Step::Key(key));
+            match old.next_if(|(k, _)| *k == key) {
+                Some((_, old_value)) => self.value(old_value, new_value),
+                None => self.operation("add", Some(new_value)),
+            }
+            self.path.pop();
+        }
+        removed.extend(old.map(|(k, _)| k.as_str()));
+        for key in removed {
+            self.path.push(Step::Key(key));
+            self.operation("remove", None);
+            self.path.pop();
+        }
+    }
+
+    fn array(&mut self, left: &'a [Value], right: &'a [Value]) {
+        let common = left.len().min(right.len());
+        for (index, (old, new)) in left.iter().zip(right).enumerate() {
+            self.path.push(Step::Index(index));
+            self.value(old, new);
+            self.path.pop();
+        }
+        for (index, new) in right.iter().enumerate().skip(common) {
+            self.path.push(Step::Index(index));
+            self.operation("add", Some(new));
+            self.path.pop();
+        }
+        // Each removal shifts what follows, so all are at the same index.
+        for _ in common..left.len() {
+            self.path.push(Step::Index(common));
+            self.operation("remove", None);
+            self.path.pop();
+        }
+    }
+
+    fn operation(&mut self, op: &str, value: Option<&Value>) {
+        self.json.push(if self.operations == 0 { b'[' } else { b',' });
+        self.operations += 1;
+        self.json.extend_from_slice(br#"{"op":""#);
+        self.json.extend_from_slice(op.as_bytes());
+        self.json.extend_from_slice(br#"","path":""#);
+        for step in &self.path {
+            self.json.push(b'/');
+            match step {
+                Step::Key(key) => pointer_token(&mut self.json, key),
+                Step::Index(index) => {
+                    let _ = write!(self.json, "{index}");
+                }
+            }
+        }
+        self.json.push(b'"');
+        if let Some(value) = value {
+            self.json.extend_from_slice(br#","value":"#);
+            write_value(&mut self.json, value);
+        }
+        self.json.push(b'}');
+    }
+}
+
+/// A map key as a JSON Pointer token (`~` as `~0`, `/` as `~1`), escaped
+/// for a JSON string.
+fn pointer_token(out: &mut Vec<u8>, key: &str) {
+    if !key.contains(['~', '/']) {
+        return write_str_content(out, key);
+    }
+    write_str_content(out, &key.replace('~', "~0").replace('/', "~1"));
+}
+
+/// The inside of a JSON string literal for `text`.
+fn write_str_content(out: &mut Vec<u8>, text: &str) {
+    let needs_escape = text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+    if !needs_escape {
+        return out.extend_from_slice(text.as_bytes());
+    }
+    let start = out.len();
+    write_value(out, &Value::String(text.to_owned()));
+    // Drop the quotes serde_json put around it.
+    out.pop();
+    out.remove(start);
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    // Writing a `Value` into a `Vec` cannot fail: its keys are strings and
+    // its numbers finite.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ops(original: &Value, mutated: &Value) -> Value {
+        diff(original, mutated).map(|p| serde_json::from_slice(p.as_bytes()).unwrap_or_default()).unwrap_or_default()
+    }
+
+    #[test]
+    fn escapes_pointer_keys_and_keeps_existing_annotations() {
+        let original = json!({"metadata": {"annotations": {"a/b~c": "1", "q\"x": "1"}}});
+        let mutated = json!({"metadata": {"annotations": {"a/b~c": "2", "q\"x": "2", "portcullis.dev/status": "{}"}}});
+        let patch = ops(&original, &mutated);
+        let paths: Vec<&str> = patch.as_array().into_iter().flatten().filter_map(|op| op["path"].as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/metadata/annotations/a~1b~0c",
+                "/metadata/annotations/portcullis.dev~1status",
+                "/metadata/annotations/q\"x"
+            ]
+        );
+    }
+
+    #[test]
+    fn gives_the_operations_of_json_patch_diff() {
+        let original = json!({"a": 1, "b": [1, 2, 3], "c": {"x": 1}, "e": [1], "z": null});
+        let mutated = json!({"a": 2, "b": [1], "c": {"y": 2}, "d": [], "e": [1, {"k": "v"}]});
+        let expected = serde_json::to_value(json_patch::diff(&original, &mutated)).unwrap_or_default();
+        assert_eq!(ops(&original, &mutated), expected);
+        assert_eq!(diff(&original, &mutated).map(|p| p.operations()), expected.as_array().map(Vec::len));
+    }
+
+    #[test]
+    fn equal_values_have_no_patch() {
+        let v = json!({"spec": {"containers": [{"name": "a"}]}});
+        assert!(diff(&v, &v.clone()).is_none());
+    }
+
+    #[test]
+    fn a_different_root_is_replaced() {
+        assert_eq!(ops(&json!([1]), &json!({"a": 1})), json!([{"op": "replace", "path": "", "value": {"a": 1}}]));
+    }
+}
