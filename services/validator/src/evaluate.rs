@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use portcullis_admission::{Decision, Operation, Request};
+use portcullis_admission::{Decision, Operation, Request, json};
 use serde_json::{Value, json};
 
 use crate::budget::{Limit, Limits};
@@ -109,6 +109,7 @@ pub fn evaluate(
     let mut applied = Vec::new();
     let mut exempted = Vec::new();
     let mut with_cel = Vec::new();
+    let mut what = None;
     for (index, policy) in set.policies.iter().enumerate() {
         match matches(policy, settings, namespaces, req, old) {
             Ok(false) => continue,
@@ -124,9 +125,10 @@ pub fn evaluate(
             continue;
         }
         if let Some(object) = subject {
-            let what = describe(req, object);
-            for message in policy.rules.violations(&inner.kind.kind, &what, object) {
-                findings.push(finding(policy, message, 403));
+            // Named only when a rule has something to say.
+            for message in policy.rules.violations(&inner.kind.kind, object) {
+                let what = what.get_or_insert_with(|| describe(req, object));
+                findings.push(finding(policy, format!("{what}: {message}"), 403));
             }
         }
         if policy.cel.is_empty() {
@@ -270,7 +272,8 @@ fn describe(req: &Request, object: &Value) -> String {
     let inner = &req.inner;
     let name = if inner.name.is_empty() {
         object
-            .pointer("/metadata/generateName")
+            .get("metadata")
+            .and_then(|m| m.get("generateName"))
             .and_then(Value::as_str)
             .map(|g| format!("{g}*"))
             .unwrap_or_else(|| "(unnamed)".into())
@@ -370,7 +373,7 @@ fn matches(
 
 /// Looks a label up in `object`'s `metadata.labels`.
 fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
-    let labels = object.and_then(|o| o.pointer("/metadata/labels"));
+    let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
     move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
 }
 

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use portcullis_admission::image;
+use portcullis_admission::{image, json};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::pods::{containers, pod_spec};
+use crate::pods::{Container, containers, pod_spec};
 
 /// A regular expression a label or annotation value must match in full;
 /// empty: any value.
@@ -182,11 +182,14 @@ impl Rules {
 
     /// Every violation of every rule by `object`, a `kind`, shown to the
     /// user as `what` (`Deployment demo/web`).
-    pub fn violations(&self, kind: &str, what: &str, object: &Value) -> Vec<String> {
+    pub fn violations(&self, kind: &str, object: &Value) -> Vec<String> {
         let mut out = Vec::new();
-        let mut say = |message: String| out.push(format!("{what}: {message}"));
+        let mut say = |message: String| out.push(message);
         for (field, required) in [("labels", &self.required_labels), ("annotations", &self.required_annotations)] {
-            let present = object.pointer(&format!("/metadata/{field}"));
+            if required.is_empty() {
+                continue;
+            }
+            let present = json::at(object, &["metadata", field]);
             for (key, pattern) in required {
                 match present.and_then(|m| m.get(key)).and_then(Value::as_str) {
                     None => say(format!("{} {key:?} is required", &field[..field.len() - 1])),
@@ -203,11 +206,12 @@ impl Rules {
             replicas(bounds, kind, object, &mut say);
         }
         if let (Some(services), "Service") = (&self.services, kind) {
-            let kind = object.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+            let kind = json::at(object, &["spec", "type"]).and_then(Value::as_str).unwrap_or("ClusterIP");
             if services.forbidden_types.iter().any(|t| t == kind) {
                 say(format!("spec.type {kind} is not allowed"));
             }
-            let external = object.pointer("/spec/externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            let external =
+                json::at(object, &["spec", "externalIPs"]).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
             if services.forbid_external_ips && external {
                 say("spec.externalIPs is not allowed".into());
             }
@@ -218,19 +222,19 @@ impl Rules {
         out
     }
 
-    fn pod_violations(&self, prefix: &str, spec: &Value, say: &mut impl FnMut(String)) {
+    fn pod_violations(&self, prefix: &'static str, spec: &Value, say: &mut impl FnMut(String)) {
         let containers = containers(prefix, spec);
         if let Some(rule) = &self.images {
             for c in &containers {
-                images(rule, &c.path, c.value, say);
+                images(rule, c, say);
             }
         }
         if let Some(rule) = &self.resources {
-            for c in containers.iter().filter(|c| !c.path.contains(".ephemeralContainers[")) {
+            for c in containers.iter().filter(|c| c.list != "ephemeralContainers") {
                 for (kind, names) in [("requests", &rule.requests), ("limits", &rule.limits)] {
                     for name in names {
-                        if c.value.pointer(&format!("/resources/{kind}/{name}")).is_none() {
-                            say(format!("{}: resources.{kind}.{name} is required", c.path));
+                        if json::at(c.value, &["resources", kind, name]).is_none() {
+                            say(format!("{c}: resources.{kind}.{name} is required"));
                         }
                     }
                 }
@@ -251,7 +255,7 @@ fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(S
         _ if REPLICATED_KINDS.contains(&kind) => 1,
         _ => return,
     };
-    let replicas = object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(default);
+    let replicas = json::at(object, &["spec", "replicas"]).and_then(Value::as_i64).unwrap_or(default);
     if let Some(min) = bounds.min.filter(|min| replicas < *min) {
         say(format!("spec.replicas is {replicas}, below the minimum of {min}"));
     }
@@ -260,26 +264,29 @@ fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(S
     }
 }
 
-fn images(rule: &Images, path: &str, container: &Value, say: &mut impl FnMut(String)) {
-    let Some(text) = container.get("image").and_then(Value::as_str) else {
+fn images(rule: &Images, container: &Container<'_>, say: &mut impl FnMut(String)) {
+    let Some(text) = container.value.get("image").and_then(Value::as_str) else {
         return;
     };
     let Some(image) = image::parse(text) else {
-        say(format!("{path}: image {text:?} is not a valid image reference"));
+        say(format!("{container}: image {text:?} is not a valid image reference"));
         return;
     };
     if !rule.allowed_registries.is_empty() && !rule.allowed_registries.iter().any(|r| r == image.registry()) {
-        say(format!("{path}: image {text} is not from an allowed registry ({})", rule.allowed_registries.join(", ")));
+        say(format!(
+            "{container}: image {text} is not from an allowed registry ({})",
+            rule.allowed_registries.join(", ")
+        ));
     }
     if rule.forbid_latest {
         match (image.tag(), image.digest()) {
-            (Some("latest"), _) => say(format!("{path}: image {text} uses the latest tag")),
-            (None, None) => say(format!("{path}: image {text} has no tag (it means latest)")),
+            (Some("latest"), _) => say(format!("{container}: image {text} uses the latest tag")),
+            (None, None) => say(format!("{container}: image {text} has no tag (it means latest)")),
             _ => {}
         }
     }
     if rule.require_digest && image.digest().is_none() {
-        say(format!("{path}: image {text} is not pinned by digest (@sha256:...)"));
+        say(format!("{container}: image {text} is not pinned by digest (@sha256:...)"));
     }
 }
 
@@ -287,13 +294,13 @@ fn pod_security(
     rule: &PodSecurity,
     prefix: &str,
     spec: &Value,
-    containers: &[crate::pods::Container<'_>],
+    containers: &[Container<'_>],
     say: &mut impl FnMut(String),
 ) {
-    let flag = |v: &Value, pointer: &str| v.pointer(pointer).and_then(Value::as_bool);
+    let flag = |v: &Value, path: &[&str]| json::at(v, path).and_then(Value::as_bool);
     if rule.forbid_host_namespaces {
         for field in ["hostNetwork", "hostPID", "hostIPC"] {
-            if flag(spec, &format!("/{field}")) == Some(true) {
+            if flag(spec, &[field]) == Some(true) {
                 say(format!("{prefix}.{field} is true"));
             }
         }
@@ -306,24 +313,24 @@ fn pod_security(
             }
         }
     }
-    let pod_non_root = flag(spec, "/securityContext/runAsNonRoot");
+    let pod_non_root = flag(spec, &["securityContext", "runAsNonRoot"]);
     for c in containers {
-        if rule.forbid_privileged && flag(c.value, "/securityContext/privileged") == Some(true) {
-            say(format!("{}: securityContext.privileged is true", c.path));
+        if rule.forbid_privileged && flag(c.value, &["securityContext", "privileged"]) == Some(true) {
+            say(format!("{c}: securityContext.privileged is true"));
         }
         if let Some(allowed) = &rule.allowed_capabilities {
-            let added = c.value.pointer("/securityContext/capabilities/add").and_then(Value::as_array);
+            let added = json::at(c.value, &["securityContext", "capabilities", "add"]).and_then(Value::as_array);
             for cap in added.into_iter().flatten().filter_map(Value::as_str) {
                 if !allowed.iter().any(|a| a == cap) {
                     let allowed = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
-                    say(format!("{}: capability {cap} may not be added (allowed: {allowed})", c.path));
+                    say(format!("{c}: capability {cap} may not be added (allowed: {allowed})"));
                 }
             }
         }
         if rule.require_run_as_non_root {
-            let effective = flag(c.value, "/securityContext/runAsNonRoot").or(pod_non_root);
+            let effective = flag(c.value, &["securityContext", "runAsNonRoot"]).or(pod_non_root);
             if effective != Some(true) {
-                say(format!("{}: runAsNonRoot must be true (on the container or in the pod securityContext)", c.path));
+                say(format!("{c}: runAsNonRoot must be true (on the container or in the pod securityContext)"));
             }
         }
     }

@@ -15,6 +15,7 @@
 mod decision;
 pub mod documents;
 pub mod image;
+pub mod json;
 pub mod manifest;
 pub mod patch;
 mod review;
