@@ -1,13 +1,16 @@
 //! Container image references, read the way the container runtime reads
 //! them.
 
+use std::borrow::Cow;
+
 /// An image reference split into its normalised repository name
 /// (`docker.io/library/nginx`) and its tag/digest suffix (`:1.25`,
 /// `@sha256:...`, `:1.25@sha256:...`, or empty), borrowed from the input.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ImageRef<'a> {
-    /// Registry and path, with Docker Hub short names expanded.
-    pub name: String,
+    /// Registry and path, with Docker Hub short names expanded (borrowed
+    /// when the reference already names its registry).
+    pub name: Cow<'a, str>,
     /// `:tag`, `@digest`, both, or nothing.
     pub suffix: &'a str,
 }
@@ -45,19 +48,19 @@ pub fn parse(image: &str) -> Option<ImageRef<'_>> {
     if repository.is_empty() || repository.ends_with('/') {
         return None;
     }
-    let name = match repository.split_once('/') {
+    let name: Cow<'_, str> = match repository.split_once('/') {
         Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => {
             if first == "index.docker.io" {
-                format!("docker.io/{rest}")
+                format!("docker.io/{rest}").into()
             } else {
-                repository.to_owned()
+                repository.into()
             }
         }
-        Some(_) => format!("docker.io/{repository}"),
-        None => format!("docker.io/library/{repository}"),
+        Some(_) => format!("docker.io/{repository}").into(),
+        None => format!("docker.io/library/{repository}").into(),
     };
     let name = match name.strip_prefix("docker.io/") {
-        Some(path) if !path.contains('/') => format!("docker.io/library/{path}"),
+        Some(path) if !path.contains('/') => format!("docker.io/library/{path}").into(),
         _ => name,
     };
     Some(ImageRef { name, suffix })
@@ -81,7 +84,7 @@ mod tests {
     #[case("quay.io/prometheus/node-exporter@sha256:abc", "quay.io/prometheus/node-exporter", "@sha256:abc")]
     #[case("nginx:1.25@sha256:abc", "docker.io/library/nginx", ":1.25@sha256:abc")]
     fn parses_like_the_runtime(#[case] image: &str, #[case] name: &str, #[case] suffix: &str) {
-        assert_eq!(parse(image), Some(ImageRef { name: name.to_owned(), suffix }));
+        assert_eq!(parse(image), Some(ImageRef { name: name.into(), suffix }));
     }
 
     #[test]
