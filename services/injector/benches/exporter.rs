@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use criterion::{Criterion, criterion_group, criterion_main};
 use portcullis_injector::webhook::Injector;
-use portcullis_server::Metrics;
+use portcullis_server::AdmissionMetrics;
 use portcullis_telemetry::{LogArgs, LogFormat, subscriber_exporting_to};
 use tower::ServiceExt as _;
 
@@ -20,7 +20,7 @@ fn bench(c: &mut Criterion) {
     let body = include_bytes!("../tests/data/pod-v1.json");
     let sources = vec![(Path::new("config.yaml").to_path_buf(), config.as_bytes().to_vec())];
     let injector = Arc::new(Injector::new(portcullis_injector::serve::parse(&sources).unwrap_or_default()));
-    let metrics = Arc::new(Metrics::new(|_| {}));
+    let metrics = Arc::new(AdmissionMetrics::default());
     let router = portcullis_server::webhook::router("/mutate", injector, metrics, None, Duration::from_secs(10));
     // Logs off (warn level, nothing logged on success): spans only.
     let args = LogArgs { log_level: "warn".into(), log_format: LogFormat::Plain };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use portcullis_server::run::{reload_config, serve_webhook};
-use portcullis_server::{Metrics, shutdown_signal, watch};
+use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::cli::Serve;
 use crate::config::Config;
@@ -18,12 +18,20 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let config = parse(&initial).context("the injector configuration is invalid")?;
     log_config("configuration loaded", &config);
     let injector = Arc::new(Injector::new(config));
-    let metrics = Arc::new(Metrics::new(|registry| injector.register(registry)));
+    let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
-    reload_config(paths, args.config_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |c| {
-        log_config("configuration reloaded", &c);
-        target.set_config(c);
-    });
+    reload_config(
+        paths,
+        args.config_reload_interval,
+        initial,
+        metrics.process.clone(),
+        shutdown.clone(),
+        parse,
+        move |c| {
+            log_config("configuration reloaded", &c);
+            target.set_config(c);
+        },
+    );
     let ready = Arc::new(|| true);
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use portcullis_server::admin::ReadyCheck;
 use portcullis_server::run::{reload_config, serve_webhook};
-use portcullis_server::{Metrics, shutdown_signal, watch};
+use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::budget::Limits;
 use crate::cli::{PolicyArgs, Serve};
@@ -49,17 +49,25 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         validator = validator.with_params(params.clone());
     }
     let validator = Arc::new(validator);
-    let metrics = Arc::new(Metrics::new(|registry| validator.register(registry)));
+    let metrics = WebhookMetrics::new(|registry| validator.register(registry));
     let target = validator.clone();
     let cost_limit = args.policy.cel_cost_limit;
     let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
-    reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
-        log_policies("policies reloaded", &p);
-        if let Some(params) = &params {
-            params.watch(p.param_kinds());
-        }
-        target.set_policies(p);
-    });
+    reload_config(
+        paths,
+        args.policy_reload_interval,
+        initial,
+        metrics.process.clone(),
+        shutdown.clone(),
+        parse,
+        move |p| {
+            log_policies("policies reloaded", &p);
+            if let Some(params) = &params {
+                params.watch(p.param_kinds());
+            }
+            target.set_policies(p);
+        },
+    );
     serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;
     Ok(())
 }

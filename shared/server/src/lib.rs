@@ -34,5 +34,5 @@ pub mod webhook;
 
 pub use args::{AdminArgs, ServeArgs, TlsArgs};
 pub use current::Current;
-pub use metrics::Metrics;
+pub use metrics::{AdmissionMetrics, Metrics, WebhookMetrics};
 pub use shutdown::shutdown_signal;

@@ -1,8 +1,11 @@
-//! Prometheus metrics shared by the webhooks.
+//! Prometheus metrics: one registry per process, in which each service
+//! registers only the series it updates.
 //!
 //! Label values are bounded: operations are the four admission operations,
 //! kinds are the few a service chooses to name ("other" for the rest),
 //! results a fixed set. No object or namespace name is ever a label.
+
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -30,16 +33,12 @@ pub struct ReloadLabels {
     pub result: &'static str,
 }
 
-/// The metrics of one webhook process.
+/// The metrics registry of one process, with the series every service
+/// has: configuration reloads and the serving certificate's expiry. Each
+/// service registers its own series in it (`extra`), and only those.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    /// Admission requests answered.
-    pub requests: Family<RequestLabels, Counter>,
-    /// Time from a complete request body to the encoded response.
-    pub duration: Histogram,
-    /// JSON Patch operations returned.
-    pub patch_operations: Counter,
     /// Configuration reloads.
     pub config_reloads: Family<ReloadLabels, Counter>,
     /// notAfter of the certificate being served, Unix seconds (0 before
@@ -48,20 +47,10 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Creates the shared metrics; `extra` registers a service's own.
+    /// Creates the process's registry; `extra` registers the service's own
+    /// series.
     pub fn new(extra: impl FnOnce(&mut Registry)) -> Self {
         let mut registry = Registry::with_prefix("portcullis");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register("admission_requests", "Admission requests answered", requests.clone());
-        // 50µs .. ~0.8s: admission decisions are fast; the tail is what matters.
-        let duration = Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.00005, 2.0, 15));
-        registry.register(
-            "admission_duration_seconds",
-            "Time to decode, decide and encode one admission request",
-            duration.clone(),
-        );
-        let patch_operations = Counter::default();
-        registry.register("admission_patch_operations", "JSON Patch operations returned", patch_operations.clone());
         let config_reloads = Family::<ReloadLabels, Counter>::default();
         registry.register("config_reloads", "Configuration reloads by result", config_reloads.clone());
         let serving_certificate_expiry = Gauge::default();
@@ -71,7 +60,7 @@ impl Metrics {
             serving_certificate_expiry.clone(),
         );
         extra(&mut registry);
-        Self { registry, requests, duration, patch_operations, config_reloads, serving_certificate_expiry }
+        Self { registry, config_reloads, serving_certificate_expiry }
     }
 
     /// Counts a configuration reload.
@@ -88,20 +77,89 @@ impl Metrics {
     }
 }
 
+/// The series of the admission handler, registered by the webhooks only.
+#[derive(Debug, Clone)]
+pub struct AdmissionMetrics {
+    /// Admission requests answered.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Time from a complete request body to the encoded response.
+    pub duration: Histogram,
+    /// JSON Patch operations returned.
+    pub patch_operations: Counter,
+}
+
+impl Default for AdmissionMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            // 50µs .. ~0.8s: admission decisions are fast; the tail is what matters.
+            duration: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.00005, 2.0, 15)),
+            patch_operations: Counter::default(),
+        }
+    }
+}
+
+impl AdmissionMetrics {
+    /// Registers the series in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register("admission_requests", "Admission requests answered", self.requests.clone());
+        registry.register(
+            "admission_duration_seconds",
+            "Time to decode, decide and encode one admission request",
+            self.duration.clone(),
+        );
+        registry.register(
+            "admission_patch_operations",
+            "JSON Patch operations returned",
+            self.patch_operations.clone(),
+        );
+    }
+}
+
+/// A webhook process's metrics: its registry and the admission series in it.
+#[derive(Debug, Clone)]
+pub struct WebhookMetrics {
+    /// The registry `/metrics` exposes.
+    pub process: Arc<Metrics>,
+    /// The handler's series.
+    pub admission: Arc<AdmissionMetrics>,
+}
+
+impl WebhookMetrics {
+    /// The registry with the admission series and the service's own
+    /// (`extra`).
+    pub fn new(extra: impl FnOnce(&mut Registry)) -> Self {
+        let admission = Arc::new(AdmissionMetrics::default());
+        let process = Arc::new(Metrics::new(|registry| {
+            admission.register(registry);
+            extra(registry);
+        }));
+        Self { process, admission }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn exposes_counters_with_bounded_labels() {
-        let metrics = Metrics::new(|_| {});
-        metrics.requests.get_or_create(&RequestLabels { operation: "CREATE", kind: "Pod", result: "patched" }).inc();
-        metrics.config_reloaded(false);
-        let text = metrics.encode().expect("encode");
+        let metrics = WebhookMetrics::new(|_| {});
+        let admission = &metrics.admission;
+        admission.requests.get_or_create(&RequestLabels { operation: "CREATE", kind: "Pod", result: "patched" }).inc();
+        metrics.process.config_reloaded(false);
+        let text = metrics.process.encode().expect("encode");
         assert!(
             text.contains(r#"portcullis_admission_requests_total{operation="CREATE",kind="Pod",result="patched"} 1"#),
             "{text}"
         );
         assert!(text.contains(r#"portcullis_config_reloads_total{result="failure"} 1"#), "{text}");
+    }
+
+    #[test]
+    fn a_service_without_a_webhook_exports_no_admission_series() {
+        let text = Metrics::new(|_| {}).encode().expect("encode");
+        assert!(!text.contains("admission"), "{text}");
+        assert!(text.contains("portcullis_serving_certificate_expiry_timestamp_seconds"), "{text}");
     }
 }

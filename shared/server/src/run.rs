@@ -13,7 +13,7 @@ use crate::args::ServeArgs;
 use crate::capture::Capture;
 use crate::certificates::resolver_from_args;
 use crate::error::error_chain;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WebhookMetrics};
 use crate::serve::{Limits, serve_tls};
 use crate::tls::{TlsError, server_config};
 use crate::watch::{self, Contents};
@@ -50,12 +50,12 @@ pub async fn serve_webhook<W: Webhook>(
     path: &'static str,
     args: &ServeArgs,
     webhook: Arc<W>,
-    metrics: Arc<Metrics>,
+    metrics: WebhookMetrics,
     ready: ReadyCheck,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     let resolver =
-        resolver_from_args(&args.tls, service, metrics.serving_certificate_expiry.clone(), shutdown.clone())?;
+        resolver_from_args(&args.tls, service, metrics.process.serving_certificate_expiry.clone(), shutdown.clone())?;
     let bind = |addr| async move { TcpListener::bind(addr).await.map_err(|source| RunError::Bind { addr, source }) };
     let listener = bind(args.listen).await?;
     let admin_listener = bind(args.admin.admin_listen).await?;
@@ -65,9 +65,9 @@ pub async fn serve_webhook<W: Webhook>(
         "serving POST {path} over HTTPS; /healthz, /readyz and /metrics over HTTP"
     );
     let capture = Capture::start(&args.capture).map_err(RunError::Capture)?;
-    let app = webhook::router(path, webhook, metrics.clone(), capture, args.request_timeout);
+    let app = webhook::router(path, webhook, metrics.admission, capture, args.request_timeout);
     let cert_ready = resolver.clone();
-    let admin_app = admin::router(Arc::new(move || cert_ready.is_ready() && ready()), metrics);
+    let admin_app = admin::router(Arc::new(move || cert_ready.is_ready() && ready()), metrics.process);
     let limits = Limits { request_timeout: args.request_timeout, shutdown_grace: args.shutdown_grace };
     let (_, admin_result) = tokio::join!(
         serve_tls(listener, app, server_config(resolver, b"http/1.1"), limits, shutdown.clone()),

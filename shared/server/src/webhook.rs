@@ -18,7 +18,7 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::capture::Capture;
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::{AdmissionMetrics, RequestLabels};
 
 /// The largest AdmissionReview accepted. The API server's own request limit
 /// is 3 MiB, so a larger review cannot come from it.
@@ -72,7 +72,7 @@ impl IntoResponse for ApiError {
 
 struct HandlerState<W> {
     webhook: Arc<W>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<AdmissionMetrics>,
     capture: Option<Arc<Capture>>,
 }
 
@@ -87,7 +87,7 @@ impl<W> Clone for HandlerState<W> {
 pub fn router<W: Webhook>(
     path: &str,
     webhook: Arc<W>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<AdmissionMetrics>,
     capture: Option<Arc<Capture>>,
     request_timeout: Duration,
 ) -> Router {
