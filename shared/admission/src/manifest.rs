@@ -24,16 +24,6 @@ pub enum ManifestError {
     Missing(&'static str),
 }
 
-/// The bytes of `path`, or of standard input when it is `-`.
-pub fn read_input(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
-        return Ok(buf);
-    }
-    std::fs::read(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
-}
-
 /// The non-empty documents of a YAML or JSON stream, as JSON. A `List`
 /// (as `kubectl get -o yaml` prints) contributes its items.
 pub fn documents(input: &[u8]) -> Result<Vec<Value>, ManifestError> {

@@ -11,7 +11,8 @@
 //! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
 //! `/metrics` ([`admin`]); polling reload of mounted files that survives the
 //! kubelet's `..data` symlink swap ([`watch`]); and the shutdown signal
-//! ([`shutdown`]), and how the binaries exit ([`exit`]). Decisions are not made here: a service hands the
+//! ([`shutdown`]); the offline commands' input ([`input`]) and how the
+//! binaries exit ([`exit`]). Decisions are not made here: a service hands the
 //! handler a pure function from request to [`portcullis_admission::Decision`].
 
 #![forbid(unsafe_code)]
@@ -24,6 +25,7 @@ pub mod certificates;
 pub mod current;
 pub mod error;
 pub mod exit;
+pub mod input;
 pub mod metrics;
 pub mod run;
 pub mod serve;
