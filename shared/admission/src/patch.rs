@@ -143,25 +143,21 @@ impl<'a> Writer<'a> {
 }
 
 /// A map key as a JSON Pointer token (`~` as `~0`, `/` as `~1`), escaped
-/// for a JSON string.
+/// for a JSON string, in one pass and without a copy.
 fn pointer_token(out: &mut Vec<u8>, key: &str) {
-    if !key.contains(['~', '/']) {
-        return write_str_content(out, key);
+    for &byte in key.as_bytes() {
+        match byte {
+            b'~' => out.extend_from_slice(b"~0"),
+            b'/' => out.extend_from_slice(b"~1"),
+            b'"' => out.extend_from_slice(br#"\""#),
+            b'\\' => out.extend_from_slice(br"\\"),
+            0..0x20 => {
+                let _ = write!(out, "\\u{byte:04x}");
+            }
+            // Multi-byte UTF-8 needs no escaping in JSON.
+            _ => out.push(byte),
+        }
     }
-    write_str_content(out, &key.replace('~', "~0").replace('/', "~1"));
-}
-
-/// The inside of a JSON string literal for `text`.
-fn write_str_content(out: &mut Vec<u8>, text: &str) {
-    let needs_escape = text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
-    if !needs_escape {
-        return out.extend_from_slice(text.as_bytes());
-    }
-    let start = out.len();
-    write_value(out, &Value::String(text.to_owned()));
-    // Drop the quotes serde_json put around it.
-    out.pop();
-    out.remove(start);
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value) {
