@@ -1,7 +1,7 @@
 //! The injector's decision: a pure function from an admission request and
 //! the configuration to a [`Decision`] holding the mutated pod.
 
-use portcullis_admission::{Decision, Operation, Request, Verdict};
+use portcullis_admission::{Decision, Operation, Request, Verdict, json};
 use serde_json::Value;
 
 use crate::config::{Config, Defaults};
@@ -69,7 +69,7 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
         None => Status::default(),
     };
     let mut mutated = original.clone();
-    let host_network = original.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true);
+    let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
     let templates = selected_templates(original, config, &mut warnings);
     let mut status = Status::default();
     let spec = pod::object_mut(&mut mutated).entry("spec").or_insert(Value::Null);

@@ -271,9 +271,7 @@ fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
 fn describe(req: &Request, object: &Value) -> String {
     let inner = &req.inner;
     let name = if inner.name.is_empty() {
-        object
-            .get("metadata")
-            .and_then(|m| m.get("generateName"))
+        json::at(object, &["metadata", "generateName"])
             .and_then(Value::as_str)
             .map(|g| format!("{g}*"))
             .unwrap_or_else(|| "(unnamed)".into())

@@ -4,6 +4,7 @@
 //! `skip` with the reason, so an exception is visible, never silent.
 
 use k8s_openapi::jiff::Timestamp;
+use portcullis_admission::json;
 use portcullis_admission::selector::LabelSelector;
 use serde::Deserialize;
 use serde_json::Value;
@@ -92,7 +93,7 @@ impl Exception {
             && any_or(&spec.kinds, kind)
             && name_ok
             && spec.object_selector.as_ref().is_none_or(|selector| {
-                let labels = object.and_then(|o| o.pointer("/metadata/labels"));
+                let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
                 selector.matches(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
             })
     }

@@ -8,6 +8,7 @@
 mod files;
 mod watched;
 
+use portcullis_admission::json;
 use portcullis_admission::selector::LabelSelector;
 use serde::Deserialize;
 use serde_json::Value;
@@ -182,9 +183,9 @@ pub fn collect(source: &dyn ParamSource, params: &Params, request_namespace: &st
 /// matched).
 pub(crate) fn picks(selection: &Selection, object: &Value) -> bool {
     match selection {
-        Selection::Name(name) => object.pointer("/metadata/name").and_then(Value::as_str) == Some(name),
+        Selection::Name(name) => json::at(object, &["metadata", "name"]).and_then(Value::as_str) == Some(name),
         Selection::Labels(selector) => {
-            let labels = object.pointer("/metadata/labels");
+            let labels = json::at(object, &["metadata", "labels"]);
             selector.matches(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
         }
     }
