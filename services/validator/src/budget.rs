@@ -26,7 +26,7 @@ pub const DEFAULT_POLICY_BUDGET: u64 = 10_000_000;
 
 /// How often (in units) the clock is read: a unit takes tens of
 /// nanoseconds, so the deadline is noticed within about 0.1 ms.
-const CLOCK_EVERY: u32 = 4096;
+const CLOCK_EVERY: u64 = 4096;
 
 /// Units after which an evaluation counts as costly and needs a permit to
 /// go on: about a millisecond of work.
@@ -122,13 +122,23 @@ impl Limit {
 }
 
 /// Counts one policy's evaluation on one request (one thread).
+///
+/// The interpreter charges every node it evaluates, so the common charge is
+/// one decrement: `fuel` is the number of units that can pass before any
+/// limit, permit or clock reading is due, and only when it runs out are the
+/// counters brought up to date and checked (the checkpoint).
 #[derive(Debug)]
 pub struct Meter {
     limits: Limits,
     deadline: Instant,
+    /// Units that pass without a check.
+    fuel: Cell<u64>,
+    /// `fuel` as the last checkpoint granted it.
+    granted: Cell<u64>,
+    /// The counters as of the last checkpoint.
     call_left: Cell<u64>,
     policy_left: Cell<u64>,
-    until_clock: Cell<u32>,
+    until_clock: Cell<u64>,
     stopped: Cell<Option<Limit>>,
     /// Units left before the evaluation needs a costly permit; `None` once
     /// it holds one.
@@ -141,6 +151,8 @@ impl Meter {
         Self {
             limits,
             deadline,
+            fuel: Cell::new(0),
+            granted: Cell::new(0),
             call_left: Cell::new(limits.per_call),
             policy_left: Cell::new(limits.per_policy),
             until_clock: Cell::new(0),
@@ -151,6 +163,7 @@ impl Meter {
 
     /// Starts the count of the next expression.
     pub fn next_expression(&self) {
+        self.settle();
         self.call_left.set(self.limits.per_call);
     }
 
@@ -161,17 +174,32 @@ impl Meter {
 
     /// Units spent by the policy so far.
     pub fn spent(&self) -> u64 {
-        self.limits.per_policy - self.policy_left.get()
+        self.limits.per_policy - self.policy_left.get() + self.used()
     }
 
-    fn stop(&self, limit: Limit) -> Result<(), ExecutionError> {
-        self.stopped.set(Some(limit));
-        Err(ExecutionError::function_error("cost", "CEL evaluation stopped: cost limit reached"))
+    fn used(&self) -> u64 {
+        self.granted.get() - self.fuel.get()
     }
-}
 
-impl kube_cel::cel::context::Meter for Meter {
-    fn charge(&self) -> Result<(), ExecutionError> {
+    /// Brings the counters up to date with the units spent since the last
+    /// checkpoint; the next charge is a checkpoint.
+    fn settle(&self) {
+        let used = self.used();
+        let less = |cell: &Cell<u64>| cell.set(cell.get() - used);
+        less(&self.call_left);
+        less(&self.policy_left);
+        less(&self.until_clock);
+        if let Some(n) = self.until_costly.get() {
+            self.until_costly.set(Some(n - used));
+        }
+        self.fuel.set(0);
+        self.granted.set(0);
+    }
+
+    /// Charges one unit with every check, then grants the units that can
+    /// pass before the next check is due.
+    fn checkpoint(&self) -> Result<(), ExecutionError> {
+        self.settle();
         if let Some(limit) = self.stopped.get() {
             return self.stop(limit);
         }
@@ -203,7 +231,31 @@ impl kube_cel::cel::context::Meter for Meter {
             }
             n => self.until_clock.set(n - 1),
         }
+        let grant = [self.call_left.get(), self.policy_left.get(), self.until_clock.get()]
+            .into_iter()
+            .chain(self.until_costly.get())
+            .min()
+            .unwrap_or_default();
+        self.fuel.set(grant);
+        self.granted.set(grant);
         Ok(())
+    }
+
+    fn stop(&self, limit: Limit) -> Result<(), ExecutionError> {
+        self.stopped.set(Some(limit));
+        Err(ExecutionError::function_error("cost", "CEL evaluation stopped: cost limit reached"))
+    }
+}
+
+impl kube_cel::cel::context::Meter for Meter {
+    fn charge(&self) -> Result<(), ExecutionError> {
+        match self.fuel.get() {
+            0 => self.checkpoint(),
+            fuel => {
+                self.fuel.set(fuel - 1);
+                Ok(())
+            }
+        }
     }
 }
 

@@ -4,7 +4,6 @@
 //! `request` and `variables` bound and the Kubernetes CEL library
 //! (kube-cel) registered. Expressions are compiled once, at load.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use kube_cel::KubeCelExt as _;
@@ -293,7 +292,7 @@ impl CelRules {
         }
         // Each variable sees the ones before it: the map grows between
         // evaluations, each in a scope that borrows it.
-        let mut variables = CelMap::from(HashMap::new());
+        let mut variables = CelMap::default();
         for variable in &self.variables {
             meter.next_expression();
             *current = &variable.source;
@@ -431,8 +430,8 @@ pub fn to_cel(value: &Value) -> Box<dyn Val> {
         },
         Value::String(s) => Box::new(CelString::from(s.as_str())),
         Value::Array(items) => Box::new(CelList::from(items.iter().map(to_cel).collect::<Vec<_>>())),
-        Value::Object(map) => Box::new(CelMap::from(
-            map.iter().map(|(k, v)| (CelMapKey::from(k.as_str()), to_cel(v))).collect::<HashMap<_, _>>(),
-        )),
+        Value::Object(map) => {
+            Box::new(map.iter().map(|(k, v)| (CelMapKey::from(k.as_str()), to_cel(v))).collect::<CelMap>())
+        }
     }
 }

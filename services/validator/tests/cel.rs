@@ -348,3 +348,36 @@ spec:
     let refused = support::policies_with_cost_limit(&yaml.replace("key: high-replica-count", "key: a/b"), u64::MAX);
     assert!(refused.unwrap_err().contains("auditAnnotations[0]: key \"a/b\" must be 1-63 letters"));
 }
+
+#[test]
+fn size_and_the_string_functions_answer_as_cel_go_does() {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"},
+                        "data": {"greeting": "héllo", "other": "x"}});
+    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    let evaluate = |expression: &str| {
+        let yaml = format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: f}}\nspec:\n  \
+             variables:\n    - name: values\n      expression: \"[object.data.greeting, object.data.other]\"\n  \
+             validations:\n    - expression: {expression:?}\n"
+        );
+        let set = support::policies_with_cost_limit(&yaml, u64::MAX).unwrap();
+        set.policies[0].cel.evaluate(&bindings, None, Limits::default(), Instant::now() + Duration::from_secs(60))
+    };
+    for holds in [
+        // A string's size is its number of code points, as in cel-go (not bytes).
+        "size(object.data.greeting) == 5",
+        "object.data.greeting.size() == 5",
+        "size(b'ab') == 2",
+        "size(object.data) == 2 && object.data.size() == 2",
+        "size(variables.values) == 2 && variables.values.size() == 2",
+        "object.data.greeting.startsWith('hé') && object.data.greeting.endsWith('llo')",
+        "object.data.greeting.contains('éll') && !object.data.greeting.contains('x')",
+        // A list kept in a variable is the same after a comprehension copied it.
+        "variables.values.filter(v, v == 'x').size() == 1 && variables.values[0] == 'héllo'",
+    ] {
+        assert_eq!(evaluate(holds), Outcome::Passed(vec![]), "{holds}");
+    }
+    for fails in ["size(1) == 1", "object.data.greeting.startsWith(1)", "object.metadata.nope.size() == 0"] {
+        assert!(matches!(evaluate(fails), Outcome::Error(_)), "{fails}: {:?}", evaluate(fails));
+    }
+}

@@ -77,7 +77,9 @@ pub fn size(ftx: &FunctionContext, This(this): This<Value>) -> Result<i64> {
     let size = match this {
         Value::List(l) => l.len(),
         Value::Map(m) => m.map.len(),
-        Value::String(s) => s.len(),
+        // Patch carried by Portcullis: code points, as cel-go and the
+        // CEL specification (upstream counted bytes).
+        Value::String(s) => s.chars().count(),
         Value::Bytes(b) => b.len(),
         value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
     };

@@ -1,4 +1,4 @@
-use crate::common::ast::{operators, EntryExpr, Expr};
+use crate::common::ast::{operators, CallExpr, EntryExpr, Expr};
 use crate::common::types::bool::Bool;
 use crate::common::types::*;
 use crate::common::value::Val;
@@ -927,12 +927,12 @@ impl TryFrom<Value> for Box<dyn Val> {
                 Ok(Box::new(CelList::from(result?)))
             }
             Value::Map(map) => {
-                let result: Result<HashMap<CelMapKey, Box<dyn Val>>, ExecutionError> = (*map.map)
+                let result: Result<CelMap, ExecutionError> = (*map.map)
                     .clone()
                     .into_iter()
                     .map(|(k, v)| v.clone().try_into().map(|v| (k.clone().into(), v)))
                     .collect();
-                Ok(Box::new(CelMap::from(result?)))
+                Ok(Box::new(result?))
             }
             Value::Opaque(o) => {
                 let v: Box<dyn Val> = if let Some(value) = o.downcast_ref::<OptionalValue>() {
@@ -986,17 +986,17 @@ impl Value {
                         operators::LOGICAL_OR => {
                             let left = try_bool(Value::resolve_val(&call.args[0], ctx));
                             return if Ok(true) == left {
-                                Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(true))))
+                                Ok(bool(true))
                             } else {
                                 let right = Value::resolve_val(&call.args[1], ctx)?
                                     .downcast_ref::<CelBool>()
                                     .map(|b| *b.inner());
                                 match (&left, right) {
                                     (Ok(false), Some(right)) => {
-                                        Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(right))))
+                                        Ok(bool(right))
                                     }
                                     (Err(_), Some(true)) => {
-                                        Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(true))))
+                                        Ok(bool(true))
                                     }
                                     (_, _) => Err(left.err().unwrap_or(NoSuchOverload)),
                                 }
@@ -1005,17 +1005,17 @@ impl Value {
                         operators::LOGICAL_AND => {
                             let left = try_bool(Value::resolve_val(&call.args[0], ctx));
                             return if Ok(false) == left {
-                                Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(false))))
+                                Ok(bool(false))
                             } else {
                                 let right = Value::resolve_val(&call.args[1], ctx)?
                                     .downcast_ref::<CelBool>()
                                     .map(|b| *b.inner());
                                 match (&left, right) {
                                     (Ok(true), Some(right)) => {
-                                        Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(right))))
+                                        Ok(bool(right))
                                     }
                                     (Err(_), Some(false)) => {
-                                        Ok(Cow::<dyn Val>::Owned(Box::new(CelBool::from(false))))
+                                        Ok(bool(false))
                                     }
                                     (_, _) => Err(left.err().unwrap_or(NoSuchOverload)),
                                 }
@@ -1284,6 +1284,9 @@ impl Value {
                         _ => (),
                     }
                 }
+                if let Some(result) = call_native(call, ctx) {
+                    return result;
+                }
                 match &call.target {
                     None => {
                         let func = ctx.get_function(call.func_name.as_str()).ok_or_else(|| {
@@ -1336,6 +1339,34 @@ impl Value {
                 .ok_or_else(|| ExecutionError::UndeclaredReference(Arc::new(name.to_string())))?),
             Expr::Select(select) => {
                 let left = Value::resolve_val(select.operand.deref(), ctx)?;
+                // Patch carried by Portcullis: a field of a map is found by
+                // its name, without building a key for it; a field of
+                // borrowed data is borrowed.
+                let field = select.field.as_str();
+                let missing = || ExecutionError::NoSuchKey(Arc::new(select.field.clone()));
+                match &left {
+                    Cow::Borrowed(borrowed) => {
+                        let borrowed: &'a dyn Val = *borrowed;
+                        if let Some(map) = borrowed.downcast_ref::<CelMap>() {
+                            let value = map.get_str(field);
+                            return match value {
+                                _ if select.test => Ok(bool(value.is_some())),
+                                Some(value) => Ok(Cow::Borrowed(value)),
+                                None => Err(missing()),
+                            };
+                        }
+                    }
+                    Cow::Owned(owned) => {
+                        if let Some(map) = owned.downcast_ref::<CelMap>() {
+                            let value = map.get_str(field);
+                            return match value {
+                                _ if select.test => Ok(bool(value.is_some())),
+                                Some(value) => Ok(Cow::Owned(value.clone_as_boxed())),
+                                None => Err(missing()),
+                            };
+                        }
+                    }
+                }
                 match left.get_type() {
                     MAP_TYPE => {
                         let key: CelString = select.field.as_str().into();
@@ -1393,7 +1424,10 @@ impl Value {
                 Ok(Cow::<dyn Val>::Owned(Box::new(CelList::from(list))))
             }
             Expr::Map(map_expr) => {
-                let mut map = HashMap::with_capacity(map_expr.entries.len());
+                let mut map = CelMapEntries::with_capacity_and_hasher(
+                    map_expr.entries.len(),
+                    Default::default(),
+                );
                 for entry in map_expr.entries.iter() {
                     let (k, v, is_optional) = match &entry.expr {
                         EntryExpr::StructField(_) => panic!("WAT?"),
@@ -1422,7 +1456,7 @@ impl Value {
                 let accu_init = Value::resolve_val(&comprehension.accu_init, ctx)?;
                 let iter = Value::resolve_val(&comprehension.iter_range, ctx)?;
                 let mut ctx = ctx.new_inner_scope();
-                ctx.add_variable_as_val(&comprehension.accu_var, accu_init.clone_as_boxed());
+                ctx.add_variable_as_val(&comprehension.accu_var, accu_init.into_owned());
 
                 let mut items = iter
                     .as_iterable()
@@ -1436,7 +1470,7 @@ impl Value {
                     // deep-copied on every pass.
                     ctx.add_variable_borrowed(&comprehension.iter_var, item);
                     let accu = Value::resolve_val(&comprehension.loop_step, &ctx)?;
-                    ctx.add_variable_as_val(&comprehension.accu_var, accu.clone_as_boxed());
+                    ctx.add_variable_as_val(&comprehension.accu_var, accu.into_owned());
                 }
                 Ok(Cow::<dyn Val>::Owned(
                     Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),
@@ -1448,8 +1482,83 @@ impl Value {
     }
 }
 
+/// Patch carried by Portcullis: `size`, `startsWith`, `endsWith` and
+/// `contains` of the standard library evaluated on the interpreter's values.
+/// The generic path converts the target and each argument into `Value`,
+/// which deep-copies a list or a map (`size(object.spec.containers)` copied
+/// every container). The result is the registered function's: a target of
+/// another type is handed to it as it is, a wrong argument type is its
+/// error. `None`: not one of these calls (a name registered under the
+/// target's identifier, `x.size` for variable `x`, keeps its own function).
+#[inline(never)]
+fn call_native<'a>(
+    call: &'a CallExpr,
+    ctx: &'a Context<'a>,
+) -> Option<Result<Cow<'a, dyn Val>, ExecutionError>> {
+    let name = call.func_name.as_str();
+    let (operand, args) = match (&call.target, call.args.as_slice()) {
+        (Some(target), args) => (target.as_ref(), args),
+        (None, [first, rest @ ..]) => (first, rest),
+        (None, []) => return None,
+    };
+    match (name, args) {
+        ("size", []) | ("startsWith" | "endsWith" | "contains", [_]) => {}
+        _ => return None,
+    }
+    if let (Some(_), Expr::Ident(prefix)) = (&call.target, &operand.expr) {
+        if ctx.get_function(&format!("{prefix}.{name}")).is_some() {
+            return None;
+        }
+    }
+    let func = ctx.get_function(name)?;
+    Some((|| {
+        let this = Value::resolve_val(operand, ctx)?;
+        let native = match name {
+            "size" => {
+                let size = if let Some(list) = this.downcast_ref::<CelList>() {
+                    Some(list.len())
+                } else if let Some(map) = this.downcast_ref::<CelMap>() {
+                    Some(map.len())
+                } else if let Some(string) = this.downcast_ref::<CelString>() {
+                    Some(string.inner().chars().count())
+                } else {
+                    this.downcast_ref::<CelBytes>().map(|bytes| bytes.inner().len())
+                };
+                size.map(|size| Cow::<dyn Val>::Owned(Box::new(CelInt::from(size as i64))))
+            }
+            _ => match this.downcast_ref::<CelString>() {
+                None => None,
+                Some(string) => {
+                    let arg = Value::resolve_val(&args[0], ctx)?;
+                    let Some(arg) = arg.downcast_ref::<CelString>() else {
+                        return Err(ExecutionError::UnexpectedType {
+                            got: format!("{:?}", Value::try_from(arg.as_ref())?),
+                            want: "Arc<String>".to_string(),
+                        });
+                    };
+                    let (string, arg) = (string.inner(), arg.inner());
+                    Some(bool(match name {
+                        "startsWith" => string.starts_with(arg),
+                        "endsWith" => string.ends_with(arg),
+                        _ => string.contains(arg),
+                    }))
+                }
+            },
+        };
+        match native {
+            Some(value) => Ok(value),
+            None => {
+                let mut ftx = FunctionContext::new(name, Some(this.as_ref().try_into()?), ctx, args);
+                Ok(Cow::<dyn Val>::Owned((func)(&mut ftx)?.try_into()?))
+            }
+        }
+    })())
+}
+
+// Patch carried by Portcullis: a boolean result borrows a static instead of
+// allocating.
 fn bool<'a>(boolean: bool) -> Cow<'a, dyn Val> {
-    Cow::<dyn Val>::Owned(Box::new(CelBool::from(boolean)))
+    Cow::<dyn Val>::Borrowed(CelBool::of(boolean))
 }
 
 fn try_bool(val: Result<Cow<dyn Val>, ExecutionError>) -> Result<bool, ExecutionError> {

@@ -8,6 +8,22 @@ use std::ops::Deref;
 pub struct Bool(bool);
 
 impl Bool {
+    /// `true` and `false` as statics, so that a boolean result borrows one
+    /// instead of allocating (patch carried by Portcullis).
+    pub const TRUE: Bool = Bool(true);
+    pub const FALSE: Bool = Bool(false);
+
+    /// The static `true` or `false`.
+    pub fn of(value: bool) -> &'static Bool {
+        static TRUE: Bool = Bool::TRUE;
+        static FALSE: Bool = Bool::FALSE;
+        if value {
+            &TRUE
+        } else {
+            &FALSE
+        }
+    }
+
     pub fn negate(&self) -> Self {
         Self(!self.0)
     }

@@ -6,13 +6,18 @@ use crate::ExecutionError;
 use std::any::Any;
 use std::borrow::Cow;
 use std::ops::Deref;
+use std::sync::Arc;
 
+/// A list. Its elements are shared (patch carried by Portcullis): a copy of
+/// a list, which the interpreter makes for every value it keeps (a
+/// variable, a comprehension's accumulator, a list literal's element),
+/// counts a reference instead of copying every element deeply.
 #[derive(Debug, Default)]
-pub struct DefaultList(Vec<Box<dyn Val>>);
+pub struct DefaultList(Arc<Vec<Box<dyn Val>>>);
 
 impl DefaultList {
     pub fn into_inner(self) -> Vec<Box<dyn Val>> {
-        self.0
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| shared.iter().map(|v| v.clone_as_boxed()).collect())
     }
 
     pub fn inner(&self) -> &[Box<dyn Val>] {
@@ -20,11 +25,14 @@ impl DefaultList {
     }
 
     fn clone(&self) -> Self {
-        let mut vec = Vec::with_capacity(self.0.len());
-        for i in self.0.iter().map(|i| i.clone_as_boxed()) {
-            vec.push(i);
+        Self(Arc::clone(&self.0))
+    }
+
+    fn take(self, idx: usize) -> Box<dyn Val> {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut owned) => owned.swap_remove(idx),
+            Err(shared) => shared[idx].clone_as_boxed(),
         }
-        Self(vec)
     }
 }
 
@@ -78,17 +86,17 @@ impl Adder for DefaultList {
             .as_iterable()
             .ok_or(ExecutionError::NoSuchOverload)?
             .iter();
-        let mut list = self.clone();
+        let mut list: Vec<Box<dyn Val>> = self.0.iter().map(|v| v.clone_as_boxed()).collect();
         while let Some(other) = rhs.next() {
-            list.0.push(other.clone_as_boxed());
+            list.push(other.clone_as_boxed());
         }
-        Ok(Cow::<dyn Val>::Owned(Box::new(list)))
+        Ok(Cow::<dyn Val>::Owned(Box::new(DefaultList::from(list))))
     }
 }
 
 impl Container for DefaultList {
     fn contains(&self, value: &dyn Val) -> Result<bool, ExecutionError> {
-        for i in &self.0 {
+        for i in self.0.iter() {
             if i.equals(value) {
                 return Ok(true);
             }
@@ -136,7 +144,7 @@ impl Indexer for DefaultList {
     }
 
     fn steal(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val>, ExecutionError> {
-        let mut list = self;
+        let list = *self;
         match idx.get_type() {
             types::INT_TYPE => {
                 let idx: i64 = *idx
@@ -146,7 +154,7 @@ impl Indexer for DefaultList {
                 if idx < 0 || idx as usize >= list.0.len() {
                     return Err(ExecutionError::IndexOutOfBounds(idx.into()));
                 }
-                Ok(list.0.remove(idx as usize))
+                Ok(list.take(idx as usize))
             }
             types::UINT_TYPE => {
                 let idx: u64 = *idx
@@ -156,7 +164,7 @@ impl Indexer for DefaultList {
                 if idx as usize >= list.0.len() {
                     return Err(ExecutionError::IndexOutOfBounds(idx.into()));
                 }
-                Ok(list.0.remove(idx as usize))
+                Ok(list.take(idx as usize))
             }
             _ => Err(ExecutionError::UnexpectedType {
                 got: idx.get_type().runtime_type_name.to_string(),
@@ -178,7 +186,7 @@ impl Iterable for DefaultList {
 
 impl From<Vec<Box<dyn Val>>> for DefaultList {
     fn from(v: Vec<Box<dyn Val>>) -> Self {
-        Self(v)
+        Self(Arc::new(v))
     }
 }
 
@@ -235,14 +243,14 @@ pub mod tests {
 
     #[test]
     fn list_has_indexer() {
-        let list = Box::new(DefaultList(vec![]));
+        let list = Box::new(DefaultList::from(vec![]));
         assert!(list.as_indexer().is_some());
         assert!(list.into_indexer().is_some());
     }
 
     #[test]
     fn errs_out_of_index() {
-        let list = DefaultList(vec![]);
+        let list = DefaultList::from(vec![]);
         let idx: CelInt = 1.into();
         assert_eq!(
             Indexer::get(&list, &idx).err(),
@@ -256,7 +264,7 @@ pub mod tests {
 
     #[test]
     fn errs_unexpected_type() {
-        let list = DefaultList(vec![]);
+        let list = DefaultList::from(vec![]);
         let idx: CelString = "foo".into();
         assert_eq!(
             Indexer::get(&list, &idx).err(),
@@ -278,7 +286,7 @@ pub mod tests {
     fn get() {
         let val: CelString = "cel".into();
         let val: Box<dyn Val> = Box::new(val.clone());
-        let list = DefaultList(vec![val]);
+        let list = DefaultList::from(vec![val]);
         let idx: CelInt = 0.into();
         let expected = Cow::<dyn Val>::Owned(Box::new(Into::<CelString>::into("cel")));
         assert_eq!(Indexer::get(&list, &idx), Ok(expected));
@@ -288,7 +296,7 @@ pub mod tests {
     fn steal() {
         let val: CelString = "cel".into();
         let val: Box<dyn Val> = Box::new(val.clone());
-        let list = DefaultList(vec![val]);
+        let list = DefaultList::from(vec![val]);
         let idx: CelInt = 0.into();
         let expected: Box<dyn Val> = Box::new(Into::<CelString>::into("cel"));
         assert_eq!(Indexer::steal(list.into(), &idx), Ok(expected));
@@ -298,7 +306,7 @@ pub mod tests {
     fn try_into_vec() {
         let v1: Box<dyn Val> = Box::new(Into::<CelString>::into("cel"));
         let v2: Box<dyn Val> = Box::new(Into::<CelString>::into("rust"));
-        let list: Box<dyn Val> = Box::new(DefaultList(vec![v1, v2]));
+        let list: Box<dyn Val> = Box::new(DefaultList::from(vec![v1, v2]));
         let list: Vec<Box<dyn Val>> = list.try_into().unwrap();
         assert_eq!(list[0].downcast_ref::<CelString>().unwrap().inner(), "cel");
         assert_eq!(list[1].downcast_ref::<CelString>().unwrap().inner(), "rust");
@@ -308,7 +316,7 @@ pub mod tests {
     fn try_into_slice() {
         let v1: Box<dyn Val> = Box::new(Into::<CelString>::into("cel"));
         let v2: Box<dyn Val> = Box::new(Into::<CelString>::into("rust"));
-        let list: Box<dyn Val> = Box::new(DefaultList(vec![v1, v2]));
+        let list: Box<dyn Val> = Box::new(DefaultList::from(vec![v1, v2]));
         let list: &[Box<dyn Val>] = list.as_ref().try_into().unwrap();
         assert_eq!(list[0].downcast_ref::<CelString>().unwrap().inner(), "cel");
         assert_eq!(list[1].downcast_ref::<CelString>().unwrap().inner(), "rust");

@@ -12,21 +12,56 @@ use std::hash::Hash;
 use std::ops::Deref;
 use std::sync::Arc;
 
+/// A map's entries, hashed with aHash under a random key per process (patch
+/// carried by Portcullis): SipHash was a fifth of an evaluation's work, and
+/// a fixed fast hash would let whoever writes an object's keys choose
+/// colliding ones.
+pub type Entries = HashMap<Key, Box<dyn Val>, KeyHasher>;
+
+/// aHash keyed once per process: drawing keys for every map was a twentieth
+/// of converting an object.
+#[derive(Clone, Debug)]
+pub struct KeyHasher(ahash::RandomState);
+
+impl Default for KeyHasher {
+    fn default() -> Self {
+        static KEYS: std::sync::LazyLock<ahash::RandomState> =
+            std::sync::LazyLock::new(ahash::RandomState::new);
+        Self(KEYS.clone())
+    }
+}
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> Self::Hasher {
+        self.0.build_hasher()
+    }
+}
+
+/// A map. Its entries are shared (patch carried by Portcullis), as a
+/// list's elements are: a copy counts a reference.
 #[derive(Debug, Default)]
-pub struct DefaultMap(HashMap<Key, Box<dyn Val>>);
+pub struct DefaultMap(Arc<Entries>);
 
 impl DefaultMap {
-    pub fn into_inner(self) -> HashMap<Key, Box<dyn Val>> {
-        self.0
+    pub fn into_inner(self) -> Entries {
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| copy(&shared))
     }
 
-    pub fn inner(&self) -> &HashMap<Key, Box<dyn Val>> {
+    pub fn inner(&self) -> &Entries {
         &self.0
+    }
+
+    /// The value of string key `key`, found without building a key (patch
+    /// carried by Portcullis: field selection allocated one per `a.b`).
+    pub fn get_str(&self, key: &str) -> Option<&dyn Val> {
+        self.0.get(&KeyRef::String(key) as &dyn AsKeyRef).map(|v| v.as_ref())
     }
 }
 
 impl Deref for DefaultMap {
-    type Target = HashMap<Key, Box<dyn Val>>;
+    type Target = Entries;
 
     fn deref(&self) -> &Self::Target {
         &self.0
@@ -61,11 +96,7 @@ impl Val for DefaultMap {
     }
 
     fn clone_as_boxed(&self) -> Box<dyn Val> {
-        let mut map = HashMap::with_capacity(self.0.len());
-        for (k, v) in self.0.iter() {
-            map.insert(k.clone(), v.clone_as_boxed());
-        }
-        Box::new(Self(map))
+        Box::new(Self(Arc::clone(&self.0)))
     }
 }
 
@@ -115,9 +146,12 @@ impl Indexer for DefaultMap {
     }
 
     fn steal(self: Box<Self>, key: &dyn Val) -> Result<Box<dyn Val>, ExecutionError> {
-        let mut map = self;
         let key: Key = key.clone_as_boxed().try_into()?;
-        map.0.remove(&key).ok_or_else(|| {
+        let value = match Arc::try_unwrap(self.0) {
+            Ok(mut owned) => owned.remove(&key),
+            Err(shared) => shared.get(&key).map(|v| v.clone_as_boxed()),
+        };
+        value.ok_or_else(|| {
             let key = match key {
                 Key::Bool(b) => b.into_inner().to_string(),
                 Key::Int(i) => i.into_inner().to_string(),
@@ -138,14 +172,36 @@ impl Iterable for DefaultMap {
 impl DefaultMap {
     /// Adds or replaces an entry (patch carried by Portcullis).
     pub fn insert(&mut self, key: Key, value: Box<dyn Val>) {
-        self.0.insert(key, value);
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = Arc::new(copy(&self.0));
+        }
+        if let Some(entries) = Arc::get_mut(&mut self.0) {
+            entries.insert(key, value);
+        }
     }
 }
 
 impl From<HashMap<Key, Box<dyn Val>>> for DefaultMap {
     fn from(value: HashMap<Key, Box<dyn Val>>) -> Self {
-        Self(value)
+        value.into_iter().collect()
     }
+}
+
+impl From<Entries> for DefaultMap {
+    fn from(value: Entries) -> Self {
+        Self(Arc::new(value))
+    }
+}
+
+impl FromIterator<(Key, Box<dyn Val>)> for DefaultMap {
+    fn from_iter<I: IntoIterator<Item = (Key, Box<dyn Val>)>>(entries: I) -> Self {
+        Self(Arc::new(entries.into_iter().collect()))
+    }
+}
+
+/// A map's own copy of shared entries.
+fn copy(entries: &Entries) -> Entries {
+    entries.iter().map(|(k, v)| (k.clone(), v.clone_as_boxed())).collect()
 }
 
 #[derive(Debug, Eq, Clone)]

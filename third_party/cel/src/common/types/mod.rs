@@ -25,6 +25,8 @@ pub use duration::Duration as CelDuration;
 pub use int::Int as CelInt;
 pub use list::DefaultList as CelList;
 pub use map::DefaultMap as CelMap;
+pub use map::Entries as CelMapEntries;
+pub use map::KeyHasher as CelMapHasher;
 pub use map::Key as CelMapKey;
 pub use null::Null as CelNull;
 pub use optional::Optional as CelOptional;
