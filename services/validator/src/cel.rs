@@ -6,12 +6,14 @@
 
 use std::time::Instant;
 
+use kube::core::{GroupVersionKind, GroupVersionResource};
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
 use kube_cel::cel::common::value::Val;
 use kube_cel::cel::{Context, Program, Value as Cel};
+use portcullis_admission::{Operation, Request};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -406,6 +408,15 @@ impl std::fmt::Debug for Bindings {
 }
 
 impl Bindings {
+    /// The objects and the request of an admission request.
+    pub fn of(req: &Request) -> Self {
+        Self {
+            object: req.object.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
+            old_object: req.old_object.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
+            request: request(req),
+        }
+    }
+
     /// Converts the request's parts. `request` is the AdmissionRequest as
     /// JSON without its objects.
     pub fn new(object: Option<&Value>, old_object: Option<&Value>, request: &Value) -> Self {
@@ -414,6 +425,63 @@ impl Bindings {
             old_object: old_object.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
             request: to_cel(request),
         }
+    }
+}
+
+/// The `request` variable, made straight from the decoded request. As in
+/// Kubernetes, where it is a typed message, unset fields read as their zero
+/// value (`""`, `[]`, `{}`), not as errors.
+fn request(req: &Request) -> Box<dyn Val> {
+    let r = &req.inner;
+    let user = &r.user_info;
+    let text = |s: &str| Box::new(CelString::from(s)) as Box<dyn Val>;
+    let texts = |items: &[String]| -> Box<dyn Val> {
+        Box::new(CelList::from(items.iter().map(|s| text(s)).collect::<Vec<_>>()))
+    };
+    let kind = |k: &GroupVersionKind| {
+        record([("group", text(&k.group)), ("version", text(&k.version)), ("kind", text(&k.kind))])
+    };
+    let resource = |k: &GroupVersionResource| {
+        record([("group", text(&k.group)), ("version", text(&k.version)), ("resource", text(&k.resource))])
+    };
+    let sub_resource = r.sub_resource.as_deref().unwrap_or_default();
+    let extra = user.extra.iter().flatten().map(|(k, v)| (CelMapKey::from(k.as_str()), texts(v))).collect::<CelMap>();
+    record([
+        ("uid", text(&r.uid)),
+        ("kind", kind(&r.kind)),
+        ("resource", resource(&r.resource)),
+        ("subResource", text(sub_resource)),
+        ("requestKind", kind(r.request_kind.as_ref().unwrap_or(&r.kind))),
+        ("requestResource", resource(r.request_resource.as_ref().unwrap_or(&r.resource))),
+        ("requestSubResource", text(r.request_sub_resource.as_deref().unwrap_or(sub_resource))),
+        ("name", text(&r.name)),
+        ("namespace", text(r.namespace.as_deref().unwrap_or_default())),
+        ("operation", text(operation(&r.operation))),
+        (
+            "userInfo",
+            record([
+                ("username", text(user.username.as_deref().unwrap_or_default())),
+                ("uid", text(user.uid.as_deref().unwrap_or_default())),
+                ("groups", texts(user.groups.as_deref().unwrap_or_default())),
+                ("extra", Box::new(extra)),
+            ]),
+        ),
+        ("dryRun", Box::new(CelBool::from(r.dry_run))),
+        ("options", r.options.as_ref().map_or_else(|| record([]), |o| to_cel(&o.0))),
+    ])
+}
+
+fn record<const N: usize>(fields: [(&str, Box<dyn Val>); N]) -> Box<dyn Val> {
+    Box::new(fields.into_iter().map(|(k, v)| (CelMapKey::from(k), v)).collect::<CelMap>())
+}
+
+/// An operation as the API server names it.
+pub fn operation(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
     }
 }
 

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use portcullis_admission::{Decision, Operation, Request, json};
-use serde_json::{Value, json};
+use portcullis_admission::{Decision, Request, json};
+use serde_json::Value;
 
 use crate::budget::{Limit, Limits};
-use crate::cel::{Bindings, Outcome, to_cel};
+use crate::cel::{Bindings, Outcome, operation, to_cel};
 use crate::params::{self, NotFoundAction, ParamSource, Params, ParamsError};
 use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
 
@@ -141,7 +141,7 @@ pub fn evaluate(
     let limits = settings.cel_limits;
     if !with_cel.is_empty() {
         // Converted once, borrowed by every policy's evaluation.
-        let bindings = Bindings::new(req.object.as_ref(), old, &request_json(req));
+        let bindings = Bindings::of(req);
         let mut judged = Judged { findings, exceeded: Vec::new(), audit_annotations: Vec::new() };
         let namespace = inner.namespace.as_deref().unwrap_or_default();
         for index in with_cel {
@@ -281,42 +281,6 @@ fn describe(req: &Request, object: &Value) -> String {
     match inner.namespace.as_deref().filter(|n| !n.is_empty()) {
         Some(ns) => format!("{} {ns}/{name}", inner.kind.kind),
         None => format!("{} {name}", inner.kind.kind),
-    }
-}
-
-/// The `request` variable. As in Kubernetes, where it is a typed message,
-/// unset fields read as their zero value (`""`, `[]`, `{}`), not as errors.
-fn request_json(req: &Request) -> Value {
-    let r = &req.inner;
-    let user = &r.user_info;
-    json!({
-        "uid": r.uid,
-        "kind": r.kind,
-        "resource": r.resource,
-        "subResource": r.sub_resource.clone().unwrap_or_default(),
-        "requestKind": r.request_kind.as_ref().unwrap_or(&r.kind),
-        "requestResource": r.request_resource.as_ref().unwrap_or(&r.resource),
-        "requestSubResource": r.request_sub_resource.clone().or_else(|| r.sub_resource.clone()).unwrap_or_default(),
-        "name": r.name,
-        "namespace": r.namespace.clone().unwrap_or_default(),
-        "operation": operation(&r.operation),
-        "userInfo": {
-            "username": user.username.clone().unwrap_or_default(),
-            "uid": user.uid.clone().unwrap_or_default(),
-            "groups": user.groups.clone().unwrap_or_default(),
-            "extra": user.extra.clone().unwrap_or_default(),
-        },
-        "dryRun": r.dry_run,
-        "options": r.options.as_ref().map(|o| o.0.clone()).unwrap_or(json!({})),
-    })
-}
-
-fn operation(op: &Operation) -> &'static str {
-    match op {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-        Operation::Connect => "CONNECT",
     }
 }
 

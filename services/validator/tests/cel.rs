@@ -381,3 +381,30 @@ fn size_and_the_string_functions_answer_as_cel_go_does() {
         assert!(matches!(evaluate(fails), Outcome::Error(_)), "{fails}: {:?}", evaluate(fails));
     }
 }
+
+#[test]
+fn the_request_variable_has_every_field_of_the_api_servers() {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"}});
+    let mut review = create(object);
+    review["request"]["userInfo"] = json!({"username": "alice", "uid": "u-1", "groups": ["dev", "system:authenticated"], "extra": {"scopes": ["a", "b"]}});
+    review["request"]["dryRun"] = json!(true);
+    review["request"]["options"] =
+        json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "fieldManager": "kubectl"});
+    let checks = [
+        "request.kind.group == '' && request.kind.version == 'v1' && request.kind.kind == 'ConfigMap'",
+        "request.resource.group == '' && request.resource.version == 'v1' && request.resource.resource == 'configmaps'",
+        "request.requestKind == request.kind && request.requestResource == request.resource",
+        "request.subResource == '' && request.requestSubResource == ''",
+        "request.name == 'c' && request.namespace == 'shop' && request.operation == 'CREATE' && request.dryRun",
+        "request.userInfo.username == 'alice' && request.userInfo.uid == 'u-1' && 'dev' in request.userInfo.groups",
+        "request.userInfo.extra.scopes == ['a', 'b'] && request.options.fieldManager == 'kubectl'",
+        "size(request.uid) > 0 && size(request.resource) == 3",
+    ];
+    let validations: String =
+        checks.iter().map(|c| format!("    - expression: {c:?}\n      message: {c:?}\n")).collect();
+    let yaml = format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: r}}\nspec:\n  validations:\n{validations}"
+    );
+    let (allowed, message, _, findings) = run(&support::validator(&yaml), &review);
+    assert!(allowed, "{message} {findings:?}");
+}
