@@ -14,7 +14,6 @@ use portcullis_validator::evaluate::Settings;
 use portcullis_validator::policy::PolicySet;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
 use portcullis_validator::workers::Workers;
-use serde_json::json;
 
 /// The allocator the service binary runs with (its `main.rs`), so that the
 /// figures are those of production.
@@ -26,20 +25,7 @@ fn bench(c: &mut Criterion) {
     let built_in: String =
         all.split("\n---\n").filter(|d| !d.contains("validations:")).collect::<Vec<_>>().join("\n---\n");
     let cel_only: String = all.split("\n---\n").filter(|d| d.contains("validations:")).collect();
-    let deployment = json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "shop", "labels": {"team": "shop", "app.kubernetes.io/version": "1"},
-                     "annotations": {"example.com/owner": "shop@example.com"}},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                     "securityContext": {"runAsNonRoot": true},
-                     "containers": [
-                         {"name": "web", "image": "registry.example.com/shop/web:1.4.2",
-                          "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}},
-                         {"name": "proxy", "image": "docker.io/envoyproxy/envoy:v1.31.0",
-                          "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}}
-                     ]}}}
-    });
+    let Ok(deployment) = serde_json::from_str(include_str!("../tests/data/deployment.json")) else { return };
     let Ok(review) = manifest::as_review(deployment) else { return };
     let body = serde_json::to_vec(&review).unwrap_or_default();
     // The cost of a request no rule applies to (decode, match, encode): a

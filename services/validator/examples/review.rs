@@ -1,0 +1,54 @@
+//! Reviews the benchmark's Deployment (tests/data/deployment.json) against a
+//! policy file N times and prints the time per review: decode, evaluate,
+//! encode, as `benches/evaluate.rs` does. Its use is counting instructions,
+//! which a noisy machine does not change (docs/BENCHMARKS.md):
+//!
+//! ```sh
+//! cargo build --release -p portcullis-validator --example review
+//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*review_once*' \
+//!   target/release/examples/review services/validator/tests/data/policies.yaml 100
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use portcullis_admission::{decode, encode, manifest};
+use portcullis_validator::evaluate::Settings;
+use portcullis_validator::policy::PolicySet;
+use portcullis_validator::webhook::{NoNamespaces, Validator};
+use portcullis_validator::workers::Workers;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().context("usage: review POLICIES.yaml [N]")?;
+    let n: u32 = args.next().map_or(Ok(10_000), |n| n.parse()).context("N is a number")?;
+    let yaml = std::fs::read(&path).with_context(|| format!("reading {path}"))?;
+    let policies =
+        PolicySet::from_sources([(Path::new(&path), yaml.as_slice())], portcullis_validator::cost::DEFAULT_LIMIT)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let settings = Settings {
+        system_namespaces: vec!["kube-system".into()],
+        cel_deadline: Duration::from_secs(1),
+        cel_limits: Default::default(),
+    };
+    let validator = Validator::new(policies, settings, Arc::new(NoNamespaces), Workers::new(1)?);
+    let deployment = serde_json::from_str(include_str!("../tests/data/deployment.json"))?;
+    let body = serde_json::to_vec(&manifest::as_review(deployment)?)?;
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(review_once(&validator, &body));
+    }
+    println!("{:.2} µs per review", start.elapsed().as_secs_f64() * 1e6 / f64::from(n.max(1)));
+    Ok(())
+}
+
+#[inline(never)]
+fn review_once(validator: &Validator, body: &[u8]) -> usize {
+    let answer = decode(body).map(|req| encode(validator.review(&req, validator.deadline()).0.respond(&req).0));
+    answer.map(|bytes| bytes.len()).unwrap_or_default()
+}
