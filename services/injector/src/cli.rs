@@ -2,11 +2,10 @@
 //! would do to a manifest.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use portcullis_server::ServeArgs;
 use portcullis_server::args::ProbeArgs;
-use portcullis_server::args::parse_duration;
+use portcullis_server::args::ReloadArgs;
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis injector: a mutating admission webhook that injects sidecars,
@@ -49,9 +48,9 @@ pub struct Serve {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub config: ConfigArgs,
-    /// How often the configuration files are checked for changes.
-    #[arg(long, env = "PORTCULLIS_CONFIG_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
-    pub config_reload_interval: Duration,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub reload: ReloadArgs,
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub serve: ServeArgs,

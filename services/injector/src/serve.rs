@@ -20,18 +20,10 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let injector = Arc::new(Injector::new(config));
     let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
-    reload_config(
-        paths,
-        args.config_reload_interval,
-        initial,
-        metrics.process.clone(),
-        shutdown.clone(),
-        parse,
-        move |c| {
-            log_config("configuration reloaded", &c);
-            target.set_config(c);
-        },
-    );
+    reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |c| {
+        log_config("configuration reloaded", &c);
+        target.set_config(c);
+    });
     let ready = Arc::new(|| true);
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_server::ServeArgs;
-use portcullis_server::args::parse_duration;
 use portcullis_server::args::{AdminArgs, ProbeArgs};
+use portcullis_server::args::{ReloadArgs, parse_duration};
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis validator: a validating admission webhook enforcing
@@ -47,7 +47,7 @@ pub struct PolicyArgs {
     pub paths: Vec<PathBuf>,
     /// The namespace Portcullis runs in: excluded like kube-system unless a
     /// policy sets `match.includeSystemNamespaces`.
-    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = "portcullis-system")]
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]
     pub portcullis_namespace: String,
     /// Bound on the wall time of all CEL evaluation for one request; past
     /// it, the policies' failure policy applies.
@@ -78,9 +78,9 @@ pub struct Serve {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub policy: PolicyArgs,
-    /// How often the policy files are checked for changes.
-    #[arg(long, env = "PORTCULLIS_POLICY_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
-    pub policy_reload_interval: Duration,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub reload: ReloadArgs,
     /// Watch Namespaces (list/watch, metadata only) so that policies can use
     /// `namespaceSelector`, and the objects of every `paramKind` a policy
     /// reads. Uses the in-cluster service account or KUBECONFIG. Without
@@ -119,10 +119,9 @@ pub struct Audit {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub policy: PolicyArgs,
-    /// How often the policy files are checked for changes; a changed set is
-    /// audited at once.
-    #[arg(long, env = "PORTCULLIS_POLICY_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
-    pub policy_reload_interval: Duration,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub reload: ReloadArgs,
     /// How often every object is listed and judged again. Between passes,
     /// watches judge each created or changed object at once.
     #[arg(long, env = "PORTCULLIS_AUDIT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
@@ -136,7 +135,7 @@ pub struct Audit {
     pub max_results: usize,
     /// The Lease (in `--portcullis-namespace`) that elects the one replica
     /// that audits.
-    #[arg(long, env = "PORTCULLIS_LEASE", default_value = "portcullis-validator-audit")]
+    #[arg(long, env = "PORTCULLIS_LEASE", default_value = portcullis_admission::names::AUDIT_LEASE)]
     pub lease: String,
     /// This replica's name in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]

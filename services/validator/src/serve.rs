@@ -53,21 +53,13 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let target = validator.clone();
     let cost_limit = args.policy.cel_cost_limit;
     let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
-    reload_config(
-        paths,
-        args.policy_reload_interval,
-        initial,
-        metrics.process.clone(),
-        shutdown.clone(),
-        parse,
-        move |p| {
-            log_policies("policies reloaded", &p);
-            if let Some(params) = &params {
-                params.watch(p.param_kinds());
-            }
-            target.set_policies(p);
-        },
-    );
+    reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |p| {
+        log_policies("policies reloaded", &p);
+        if let Some(params) = &params {
+            params.watch(p.param_kinds());
+        }
+        target.set_policies(p);
+    });
     serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;
     Ok(())
 }

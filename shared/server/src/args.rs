@@ -121,6 +121,24 @@ impl TlsArgs {
     }
 }
 
+/// How often a service re-reads its own configuration files (the
+/// injector's InjectorConfig, the validator's policies): one flag, one name
+/// in every service.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct ReloadArgs {
+    /// How often the configuration files are checked for changes (a mounted
+    /// ConfigMap changes by an atomic symlink swap, which polling sees).
+    /// `--policy-reload-interval` is the validator's former name for it.
+    #[arg(
+        long = "config-reload-interval",
+        alias = "policy-reload-interval",
+        env = "PORTCULLIS_CONFIG_RELOAD_INTERVAL",
+        default_value = "2s",
+        value_parser = parse_duration
+    )]
+    pub interval: Duration,
+}
+
 /// Parses `500ms`, `10s`, `5m`, `1h` or `7d`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();

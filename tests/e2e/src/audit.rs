@@ -32,7 +32,7 @@ pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process
         .arg("--policy")
         .arg(policy)
         .args(["--admin-listen", "127.0.0.1:0", "--lease", lease, "--pod-name", name])
-        .args(["--policy-reload-interval", "500ms", "--report-delay", "500ms"])
+        .args(["--config-reload-interval", "500ms", "--report-delay", "500ms"])
         .args(extra)
         .env("KUBECONFIG", cluster.var("KUBECONFIG"))
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", cluster.var("PORTCULLIS_JAEGER_OTLP"))

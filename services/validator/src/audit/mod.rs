@@ -45,7 +45,7 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     let cost_limit = args.policy.cel_cost_limit;
     let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
     let watched = params.clone();
-    reload_config(paths, args.policy_reload_interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
+    reload_config(paths, args.reload.interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
         watched.watch(p.param_kinds());
         updates.send_replace(Arc::new(p));
     });
