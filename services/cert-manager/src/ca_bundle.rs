@@ -6,15 +6,13 @@
 use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
+use portcullis_admission::names::INJECT_CA_SELECTOR;
 use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_server::error::error_chain;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
-
-/// The label that opts a webhook configuration in.
-pub const LABEL: &str = "portcullis.dev/inject-ca=true";
 
 /// Keeps the caBundles of both kinds of labelled configurations equal to
 /// `bundle`, until `shutdown`.
@@ -35,7 +33,8 @@ async fn reconcile_kind(
     mut bundle: watch::Receiver<TrustBundle>,
     shutdown: CancellationToken,
 ) {
-    let stream = watcher(api.clone(), watcher::Config::default().labels(LABEL)).default_backoff().applied_objects();
+    let stream =
+        watcher(api.clone(), watcher::Config::default().labels(INJECT_CA_SELECTOR)).default_backoff().applied_objects();
     let mut stream = std::pin::pin!(stream);
     loop {
         tokio::select! {
@@ -53,7 +52,7 @@ async fn reconcile_kind(
                 }
                 // A new bundle: every labelled configuration, now.
                 let desired = encoded(&bundle.borrow_and_update());
-                match api.list(&kube::api::ListParams::default().labels(LABEL)).await {
+                match api.list(&kube::api::ListParams::default().labels(INJECT_CA_SELECTOR)).await {
                     Ok(list) => for object in list.items { repair(&api, &object, &desired).await },
                     Err(err) => tracing::warn!(error = %error_chain(&err), "listing webhook configurations failed"),
                 }

@@ -76,7 +76,7 @@ pub struct Serve {
     #[arg(long, env = "PORTCULLIS_CA_DIR", required_if_eq("mode", "standalone"))]
     pub ca_dir: Option<PathBuf>,
     /// Kubernetes: the namespace of the CA Secret (the cert-manager's own).
-    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = "portcullis-system")]
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Kubernetes: the Secret holding the CAs (made on first start). The
     /// annotation `portcullis.dev/rotate` on it asks for a CA rotation.
@@ -89,7 +89,7 @@ pub struct Serve {
     pub ca_configmap: String,
     /// Kubernetes: the Lease (in `--namespace`) that elects the replica
     /// running the signer and the caBundle controller.
-    #[arg(long, env = "PORTCULLIS_LEASE", default_value = "portcullis-cert-manager")]
+    #[arg(long, env = "PORTCULLIS_LEASE", default_value = portcullis_admission::names::CERT_MANAGER_LEASE)]
     pub lease: String,
     /// Kubernetes: this replica's name in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
@@ -97,7 +97,7 @@ pub struct Serve {
     /// Kubernetes: the signerName of the CSRs. With the default the
     /// cert-manager signs them itself; with any other (say
     /// `kubernetes.io/kubelet-serving`) it creates, approves and waits.
-    #[arg(long, env = "PORTCULLIS_SIGNER_NAME", default_value = crate::kubernetes::OWN_SIGNER)]
+    #[arg(long, env = "PORTCULLIS_SIGNER_NAME", default_value = portcullis_admission::names::OWN_SIGNER)]
     pub signer_name: String,
     /// Kubernetes, another signer: the CA bundle (PEM) of that signer, sent
     /// to the webhooks as their trust bundle.

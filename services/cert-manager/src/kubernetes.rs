@@ -3,6 +3,7 @@
 //! on, and (for its own signer name) the signer that signs approved CSRs
 //! with a CA kept in a Secret.
 
+use portcullis_admission::names::{IDENTITY_ANNOTATION, TRACEPARENT_ANNOTATION};
 use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,9 +23,6 @@ use tracing::Instrument as _;
 use crate::authority::Authority;
 use crate::ca::LocalCa;
 use crate::checks::Approved;
-
-/// The signer name the cert-manager signs for itself.
-pub const OWN_SIGNER: &str = "portcullis.dev/webhook-serving";
 
 /// What can go wrong talking to the API server.
 #[derive(Debug, thiserror::Error)]
@@ -137,15 +135,12 @@ pub async fn issue_through_csr(
 fn annotations(identity: &str) -> BTreeMap<String, String> {
     let mut headers = http::HeaderMap::new();
     portcullis_telemetry::inject_context(&mut headers);
-    let mut out = BTreeMap::from([("portcullis.dev/identity".to_owned(), identity.to_owned())]);
+    let mut out = BTreeMap::from([(IDENTITY_ANNOTATION.to_owned(), identity.to_owned())]);
     if let Some(parent) = headers.get("traceparent").and_then(|v| v.to_str().ok()) {
-        out.insert(TRACEPARENT.to_owned(), parent.to_owned());
+        out.insert(TRACEPARENT_ANNOTATION.to_owned(), parent.to_owned());
     }
     out
 }
-
-/// Where a CSR carries the trace context of the request that made it.
-const TRACEPARENT: &str = "portcullis.dev/traceparent";
 
 async fn approve_and_wait(
     api: &Api<CertificateSigningRequest>,
@@ -258,7 +253,7 @@ pub async fn run_signer(
         let name = csr.metadata.name.clone().unwrap_or_default();
         let span =
             tracing::info_span!("sign", csr = %name, trace_id = tracing::field::Empty, span_id = tracing::field::Empty);
-        if let Some(parent) = csr.metadata.annotations.as_ref().and_then(|a| a.get(TRACEPARENT)) {
+        if let Some(parent) = csr.metadata.annotations.as_ref().and_then(|a| a.get(TRACEPARENT_ANNOTATION)) {
             let mut headers = http::HeaderMap::new();
             if let Ok(value) = parent.parse() {
                 headers.insert("traceparent", value);

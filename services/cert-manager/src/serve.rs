@@ -80,7 +80,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 interval,
                 authorities: authorities.clone(),
                 bundle: bundle.clone(),
-                own_signer: (args.signer_name == kubernetes::OWN_SIGNER).then(|| args.signer_name.clone()),
+                own_signer: (args.signer_name == portcullis_admission::names::OWN_SIGNER)
+                    .then(|| args.signer_name.clone()),
                 max_leaf_seconds: config.max_lifetime_seconds,
                 namespace: args.namespace.clone(),
                 configmap: args.ca_configmap.clone(),
@@ -169,7 +170,7 @@ fn trust_bundle(
     authorities: &Arc<watch::Sender<Arc<Authority>>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<watch::Receiver<TrustBundle>> {
-    let foreign = if args.mode == Mode::Kubernetes && args.signer_name != kubernetes::OWN_SIGNER {
+    let foreign = if args.mode == Mode::Kubernetes && args.signer_name != portcullis_admission::names::OWN_SIGNER {
         let file =
             args.trust_bundle_file.as_ref().context("--trust-bundle-file is required with another --signer-name")?;
         Some(std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?)

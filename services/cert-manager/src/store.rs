@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
+use portcullis_admission::names::ROTATE_ANNOTATION;
 
-/// The annotation on the CA Secret that asks for a rotation.
-pub const ROTATE_ANNOTATION: &str = "portcullis.dev/rotate";
 /// The file in the CA directory that asks for a rotation.
 pub const ROTATE_FILE: &str = "rotate";
 /// The file in the CA directory that holds the state (keys: mode 0600).

@@ -5,15 +5,11 @@ use portcullis_admission::{Decision, Operation, Request, Verdict, json};
 use serde_json::Value;
 
 use crate::config::{Config, Defaults};
+use portcullis_admission::names::{INJECT_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION};
+
 use crate::status::{Rewrite, Status};
 use crate::{images, inject, pod};
 
-/// Pods carrying this annotation with the value `"false"` are left alone.
-pub const INJECT_ANNOTATION: &str = "portcullis.dev/inject";
-/// Where the injector records what it did (JSON, see [`Status`]).
-pub const STATUS_ANNOTATION: &str = "portcullis.dev/status";
-/// Comma-separated template names that replace `defaultTemplates` for a pod.
-pub const TEMPLATES_ANNOTATION: &str = "portcullis.dev/templates";
 /// Set by the kubelet on mirror pods of static pods, which must not change.
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 

@@ -7,8 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-/// The `apiVersion` of every Portcullis configuration kind.
-pub const API_VERSION: &str = "portcullis.dev/v1alpha1";
+use crate::names::API_VERSION;
 
 /// Why a configuration document was refused.
 #[derive(Debug, thiserror::Error)]

@@ -17,6 +17,7 @@ pub mod documents;
 pub mod image;
 pub mod json;
 pub mod manifest;
+pub mod names;
 pub mod patch;
 mod review;
 pub mod selector;
@@ -29,6 +30,3 @@ pub use review::{DecodeError, Request, decode, encode, existing};
 /// services share one version of them.
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 pub use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource};
-
-/// The prefix of every label and annotation Portcullis reads or writes.
-pub const PREFIX: &str = "portcullis.dev/";
