@@ -411,8 +411,8 @@ impl Bindings {
     /// The objects and the request of an admission request.
     pub fn of(req: &Request) -> Self {
         Self {
-            object: req.object.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
-            old_object: req.old_object.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
+            object: to_cel_or_null(req.object.as_ref()),
+            old_object: to_cel_or_null(req.old_object.as_ref()),
             request: request(req),
         }
     }
@@ -420,12 +420,13 @@ impl Bindings {
     /// Converts the request's parts. `request` is the AdmissionRequest as
     /// JSON without its objects.
     pub fn new(object: Option<&Value>, old_object: Option<&Value>, request: &Value) -> Self {
-        Self {
-            object: object.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
-            old_object: old_object.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, to_cel),
-            request: to_cel(request),
-        }
+        Self { object: to_cel_or_null(object), old_object: to_cel_or_null(old_object), request: to_cel(request) }
     }
+}
+
+/// An object that may be absent (`oldObject` on CREATE): `null` then.
+fn to_cel_or_null(value: Option<&Value>) -> Box<dyn Val> {
+    value.map_or_else(|| Box::new(CelNull), to_cel)
 }
 
 /// The `request` variable, made straight from the decoded request. As in
