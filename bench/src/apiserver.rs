@@ -84,7 +84,7 @@ const SETUPS: [Setup; 8] = [
 ];
 
 /// Runs every setup, dry-run then real, and returns a row per setup for each.
-pub async fn run(args: &Args, files: &Files) -> anyhow::Result<Vec<(Level, Vec<Row>)>> {
+pub(crate) async fn run(args: &Args, files: &Files) -> anyhow::Result<Vec<(Level, Vec<Row>)>> {
     progress("through the API server: starting the control plane (scripts/control-plane.sh)");
     let cluster = tokio::task::spawn_blocking(portcullis_e2e::cluster).await?;
     let client = cluster.client().await;
@@ -153,10 +153,10 @@ async fn prepare(
         failure_policy: "Fail",
     };
     if let Some(server) = setup.injector {
-        registration(Kind::Injector, server, "inject").apply(client).await;
+        registration(Kind::Injector, server, "inject").apply(client).await.keep();
     }
     if setup.validator {
-        registration(Kind::Validator, Server::Validator, "validate").apply(client).await;
+        registration(Kind::Validator, Server::Validator, "validate").apply(client).await.keep();
     }
     if setup.admission_policy {
         for object in fixtures::admission_policy(setup.case) {

@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 /// The injector configuration every injector implements: one native
 /// sidecar with a volume, mounts and a pull secret; two image rewrites;
 /// four defaults (the criterion benchmark's, so the figures compare).
-pub fn injector_config() -> PathBuf {
+pub(crate) fn injector_config() -> PathBuf {
     crate::repo().join("services/injector/tests/data/config.yaml")
 }
 
 /// A pod as a client sends it: `containers` application containers with
 /// ports, requests and an environment variable, no service-account token
 /// (so that a patch made in advance applies to what the API server sends).
-pub fn pod(containers: usize) -> Value {
+pub(crate) fn pod(containers: usize) -> Value {
     let containers: Vec<Value> = (0..containers)
         .map(|i| {
             json!({
@@ -37,7 +37,7 @@ pub fn pod(containers: usize) -> Value {
 }
 
 /// The CREATE review the API server would send for `pod`.
-pub fn review(pod: &Value) -> Vec<u8> {
+pub(crate) fn review(pod: &Value) -> Vec<u8> {
     let mut object = pod.clone();
     object["metadata"]["name"] = json!("web");
     object["metadata"]["namespace"] = json!("bench");
@@ -56,7 +56,7 @@ pub fn review(pod: &Value) -> Vec<u8> {
 
 /// The JSON Patch Portcullis' injector answers for `pod`: what the floor
 /// sends back without reading the request.
-pub fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
     let text = std::fs::read(injector_config())?;
     let config = portcullis_injector::serve::parse(&vec![(injector_config(), text)])?;
     let outcome = portcullis_injector::mutate::mutate_pod(pod, &config);
@@ -69,7 +69,7 @@ pub fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
 
 /// The label that makes a pod break the policies: the evidence that a
 /// policy is enforced.
-pub const DENY_LABEL: &str = "bench.portcullis.dev/deny";
+pub(crate) const DENY_LABEL: &str = "bench.portcullis.dev/deny";
 
 /// The pod policies, as (expression, message): what a platform team
 /// typically asks of every pod. The benchmark pod passes all of them.
@@ -96,7 +96,7 @@ fn pod_rules() -> Value {
 }
 
 /// The policies as a Portcullis `ValidatorPolicy`.
-pub fn validator_policy() -> Value {
+pub(crate) fn validator_policy() -> Value {
     json!({
         "apiVersion": "portcullis.dev/v1alpha1", "kind": "ValidatorPolicy",
         "metadata": {"name": "bench-pods"},
@@ -110,7 +110,7 @@ pub fn validator_policy() -> Value {
 
 /// The policies as a ValidatingAdmissionPolicy and its Deny binding for the
 /// namespaces labelled `e2e.portcullis.dev/case: case`.
-pub fn admission_policy(case: &str) -> [Value; 2] {
+pub(crate) fn admission_policy(case: &str) -> [Value; 2] {
     let name = format!("bench-pods-{case}");
     [
         json!({

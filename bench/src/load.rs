@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// `portcullis-bench load`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The webhook URL.
     #[arg(long)]
     url: String,
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// What one measurement gave.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Requests answered as expected.
     pub requests: u64,
     /// Requests that failed or were answered wrongly.
@@ -48,7 +48,7 @@ pub struct Summary {
 /// Runs `request` in `concurrency` closed loops for `duration` (after each
 /// worker's untimed first request, which opens its connection) and
 /// summarises. A request answers whether it got the expected answer.
-pub async fn measure<F, Fut>(concurrency: usize, duration: Duration, request: F) -> Summary
+pub(crate) async fn measure<F, Fut>(concurrency: usize, duration: Duration, request: F) -> Summary
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = bool> + Send,
@@ -101,7 +101,7 @@ fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summ
 }
 
 /// `portcullis-bench load`: prints the [`Summary`] as one JSON line.
-pub async fn main(args: Args) -> anyhow::Result<()> {
+pub(crate) async fn main(args: Args) -> anyhow::Result<()> {
     let ca = reqwest::Certificate::from_pem(&std::fs::read(&args.ca)?)?;
     let body = axum::body::Bytes::from(std::fs::read(&args.body)?);
     let clients = (0..args.concurrency)

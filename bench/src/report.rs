@@ -13,7 +13,7 @@ use crate::run::Args;
 /// Where a set of rows was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Level {
+pub(crate) enum Level {
     /// HTTPS load on the webhook alone.
     Webhook,
     /// Pod creates with `dryRun=All` through the API server.
@@ -24,7 +24,7 @@ pub enum Level {
 
 impl Level {
     /// A heading for it.
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Self::Webhook => "webhook level (server on one core, load on the other)",
             Self::DryRun => "through the API server, dry-run pod creates",
@@ -35,7 +35,7 @@ impl Level {
 
 /// One contender's measurements, a summary per round.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// The contender.
     pub name: &'static str,
     /// Each round's summary, in order.
@@ -47,7 +47,7 @@ pub struct Row {
 
 /// Median and range.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// The median.
     pub median: f64,
     /// The smallest.
@@ -82,7 +82,7 @@ impl std::fmt::Display for Spread {
 
 impl Row {
     /// An empty row for `name`.
-    pub fn new(name: &'static str) -> Self {
+    pub(crate) fn new(name: &'static str) -> Self {
         Self { name, rounds: Vec::new(), response_bytes: None }
     }
 
@@ -119,7 +119,7 @@ impl Row {
 
 /// What was measured, and how.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     machine: Machine,
     settings: Settings,
     webhook: Vec<Row>,
@@ -146,7 +146,7 @@ struct Settings {
 
 impl Report {
     /// An empty report of a run with `args`.
-    pub fn new(args: &Args) -> Self {
+    pub(crate) fn new(args: &Args) -> Self {
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {
@@ -171,7 +171,7 @@ impl Report {
     }
 
     /// Adds the rows measured at `level`.
-    pub fn add(&mut self, level: Level, rows: Vec<Row>) {
+    pub(crate) fn add(&mut self, level: Level, rows: Vec<Row>) {
         match level {
             Level::Webhook => self.webhook = rows,
             Level::DryRun => self.dry_run = rows,
@@ -184,7 +184,7 @@ impl Report {
     }
 
     /// The webhook-level table.
-    pub fn print_webhook(&self) {
+    pub(crate) fn print_webhook(&self) {
         println!("\n{} ({} rounds)\n", Level::Webhook.title(), self.settings.rounds);
         println!(
             "{:<36} {:>26} {:>22} {:>22} {:>9} {:>15}",
@@ -205,7 +205,7 @@ impl Report {
     }
 
     /// The API-server tables, with the added cost per create.
-    pub fn print_apiserver(&self) {
+    pub(crate) fn print_apiserver(&self) {
         for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
             println!("\n{} ({} rounds)\n", level.title(), self.settings.rounds);
             println!(
@@ -230,7 +230,7 @@ impl Report {
     }
 
     /// The goals, each as the measured ratio against its target.
-    pub fn print_goals(&self) {
+    pub(crate) fn print_goals(&self) {
         println!("\ngoals (median of the per-round ratios [range])\n");
         let injector = Self::row(&self.webhook, "portcullis-injector");
         for (other, goal, what) in [
@@ -258,7 +258,7 @@ impl Report {
     }
 
     /// Fails unless every path answered and nothing failed.
-    pub fn check_smoke(&self) -> anyhow::Result<()> {
+    pub(crate) fn check_smoke(&self) -> anyhow::Result<()> {
         for row in self.webhook.iter().chain(&self.dry_run).chain(&self.create) {
             let answered: u64 = row.rounds.iter().map(|s| s.requests).sum();
             anyhow::ensure!(
@@ -273,7 +273,7 @@ impl Report {
 
     /// Bar charts (median with the range as a whisker) of the webhook
     /// level's requests/s and of each API-server level's added cost.
-    pub fn svg(&self) -> String {
+    pub(crate) fn svg(&self) -> String {
         let mut charts = vec![Chart {
             title: "webhook level: requests/s (one core)".to_owned(),
             bars: self.webhook.iter().map(|r| (r.name, r.rate())).collect(),

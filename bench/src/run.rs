@@ -14,7 +14,7 @@ use crate::{apiserver, fixtures};
 
 /// `portcullis-bench run`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// A few seconds in all: every path answers and the report is written;
     /// the figures mean nothing (what CI runs so that the benchmark never
     /// rots).
@@ -64,7 +64,7 @@ impl Args {
 }
 
 /// Certificates and request files shared by every contender.
-pub struct Files {
+pub(crate) struct Files {
     dir: tempfile::TempDir,
     /// The CA that signed every contender's certificate, PEM.
     pub ca: String,
@@ -83,13 +83,13 @@ impl Files {
     }
 
     /// A file of the set.
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 }
 
 /// A server under test, as its own process.
-pub struct Contender {
+pub(crate) struct Contender {
     /// Its name in the report.
     pub name: &'static str,
     /// Where it answers AdmissionReviews.
@@ -99,7 +99,7 @@ pub struct Contender {
 
 /// Which server to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Server {
+pub(crate) enum Server {
     /// portcullis-injector with the benchmark configuration.
     Injector,
     /// portcullis-validator with the benchmark pod policies.
@@ -114,7 +114,7 @@ pub enum Server {
 
 impl Server {
     /// Its name in the report.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Injector => "portcullis-injector",
             Self::Validator => "portcullis-validator",
@@ -128,7 +128,7 @@ impl Server {
     /// `cluster`, the Portcullis services use its API server (the validator
     /// reads namespaces) and send spans to its Jaeger; the other servers
     /// trace nothing.
-    pub fn start(
+    pub(crate) fn start(
         self,
         args: &Args,
         files: &Files,
@@ -175,7 +175,7 @@ impl Server {
 }
 
 /// Runs the benchmark and writes the report.
-pub async fn run(args: Args) -> anyhow::Result<()> {
+pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
     let args = args.effective();
     let files = Files::new(args.containers)?;
     let mut report = Report::new(&args);
@@ -270,7 +270,7 @@ fn load_process(args: &Args, files: &Files, url: &str, core: Option<usize>) -> a
 }
 
 /// One line of progress on stderr.
-pub fn progress(what: &str) {
+pub(crate) fn progress(what: &str) {
     eprintln!("[bench {}] {what}", clock());
 }
 

@@ -16,12 +16,13 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::routing::post;
 use base64::Engine as _;
+use portcullis_certs_client::certified_key;
 use portcullis_server::serve::{Limits, serve_tls};
-use portcullis_server::tls::{CertResolver, certified_key, server_config};
+use portcullis_server::tls::{CertResolver, server_config};
 
 /// Which reference webhook.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Reference {
+pub(crate) enum Reference {
     /// A fixed allow, whatever the request.
     Noop,
     /// The injector's patch for the benchmark pod, computed at start.
@@ -30,7 +31,7 @@ pub enum Reference {
 
 /// `portcullis-bench serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Which one.
     reference: Reference,
     /// Where to listen (port 0: any; the address is printed as `webhook=ADDR`).
@@ -48,7 +49,7 @@ pub struct Args {
 }
 
 /// Serves until SIGTERM or SIGINT.
-pub async fn serve(args: Args) -> anyhow::Result<()> {
+pub(crate) async fn serve(args: Args) -> anyhow::Result<()> {
     let key = certified_key(&std::fs::read(&args.tls_cert_file)?, &std::fs::read(&args.tls_key_file)?, "bench")?;
     let resolver = Arc::new(CertResolver::default());
     resolver.set(key);

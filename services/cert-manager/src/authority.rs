@@ -61,17 +61,27 @@ impl RotationPolicy {
     /// Whether a CA made under this policy is replaced in time: the
     /// rotation (overlap, then the old leaves expiring) fits in the last
     /// third of its life.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), CaLifetimeTooShort> {
         let rotation = self.overlap + self.max_leaf_lifetime + Duration::from_secs(2 * SKEW as u64);
         if self.ca_lifetime / 3 <= rotation {
-            return Err(format!(
-                "--ca-lifetime {} s is too short: a third of it must exceed --ca-overlap plus the longest leaf lifetime ({} s)",
-                self.ca_lifetime.as_secs(),
-                rotation.as_secs()
-            ));
+            return Err(CaLifetimeTooShort { ca_lifetime: self.ca_lifetime, rotation });
         }
         Ok(())
     }
+}
+
+/// A CA lifetime too short for a rotation to finish before it expires.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--ca-lifetime {} s is too short: a third of it must exceed --ca-overlap plus the longest leaf lifetime ({} s)",
+    ca_lifetime.as_secs(),
+    rotation.as_secs()
+)]
+pub struct CaLifetimeTooShort {
+    /// The CA lifetime asked for.
+    pub ca_lifetime: Duration,
+    /// What a rotation takes.
+    pub rotation: Duration,
 }
 
 /// A CA that is trusted and will sign from `signs_from`.
@@ -229,7 +239,6 @@ fn pem_line(pem: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -341,6 +350,6 @@ mod tests {
         let mut policy = policy();
         assert!(policy.check().is_ok());
         policy.ca_lifetime = Duration::from_secs(20 * DAY);
-        assert!(policy.check().unwrap_err().contains("--ca-lifetime"));
+        assert!(policy.check().unwrap_err().to_string().contains("--ca-lifetime"));
     }
 }

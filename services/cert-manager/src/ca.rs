@@ -19,6 +19,26 @@ pub enum CaError {
     State(String),
 }
 
+/// Why the CA did not sign a CertificateSigningRequest's request.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// Not text.
+    #[error("the request is not PEM")]
+    NotPem,
+    /// Not a PKCS#10 request rcgen can read.
+    #[error("unusable request")]
+    Unusable(#[source] rcgen::Error),
+    /// Asks for a CA certificate.
+    #[error("the request asks for CA:true")]
+    Ca,
+    /// Asks for client auth or another usage.
+    #[error("the request asks for a usage other than server auth")]
+    Usage,
+    /// The CA could not sign it.
+    #[error(transparent)]
+    Signing(CaError),
+}
+
 /// A CA that signs approved requests.
 pub struct LocalCa {
     cert_pem: String,
@@ -67,15 +87,15 @@ impl LocalCa {
         request: &[u8],
         expiration_seconds: Option<i32>,
         max_seconds: u64,
-    ) -> Result<String, String> {
+    ) -> Result<String, Refusal> {
         use rcgen::{CertificateSigningRequestParams, ExtendedKeyUsagePurpose};
-        let pem = std::str::from_utf8(request).map_err(|_| "the request is not PEM".to_owned())?;
-        let csr = CertificateSigningRequestParams::from_pem(pem).map_err(|e| format!("unusable request: {e}"))?;
+        let pem = std::str::from_utf8(request).map_err(|_| Refusal::NotPem)?;
+        let csr = CertificateSigningRequestParams::from_pem(pem).map_err(Refusal::Unusable)?;
         if !matches!(csr.params.is_ca, IsCa::NoCa | IsCa::ExplicitNoCa) {
-            return Err("the request asks for CA:true".into());
+            return Err(Refusal::Ca);
         }
         if csr.params.extended_key_usages.iter().any(|u| *u != ExtendedKeyUsagePurpose::ServerAuth) {
-            return Err("the request asks for a usage other than server auth".into());
+            return Err(Refusal::Usage);
         }
         let max = i64::try_from(max_seconds).unwrap_or(i64::MAX);
         let seconds = i64::from(expiration_seconds.unwrap_or(86_400).max(600)).min(max);
@@ -89,7 +109,7 @@ impl LocalCa {
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
         params.not_after = now + time::Duration::seconds(seconds);
-        params.signed_by(&csr.public_key, &self.issuer).map(|c| c.pem()).map_err(|e| format!("signing failed: {e}"))
+        params.signed_by(&csr.public_key, &self.issuer).map(|c| c.pem()).map_err(|e| Refusal::Signing(CaError::Sign(e)))
     }
 
     /// The CA certificate's notAfter, Unix seconds.

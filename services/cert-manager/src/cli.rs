@@ -38,7 +38,7 @@ pub enum Command {
 pub struct Request {
     #[clap(flatten)]
     #[allow(missing_docs)]
-    pub tls: portcullis_server::TlsArgs,
+    pub cert_manager: portcullis_server::args::CertManagerArgs,
     /// Ask for CA:true, to see the request refused.
     #[arg(long)]
     pub ask_for_ca: bool,

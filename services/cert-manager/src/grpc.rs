@@ -1,13 +1,13 @@
 //! The gRPC edge: authentication, the checks, signing, and the trust-bundle
 //! stream. `tonic::Status` lives here only.
 
-use portcullis_server::error::error_chain;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
 use portcullis_proto::certs::v1::certificates_server::Certificates;
 use portcullis_proto::certs::v1::{IssueRequest, IssueResponse, TrustBundle, WatchTrustBundleRequest};
+use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -2,10 +2,10 @@
 //! every interval and, where allowed (the leader; the one standalone
 //! process), takes the rotation step that is due and writes it back.
 
-use portcullis_server::error::error_chain;
 use std::sync::Arc;
 use std::time::Duration;
 
+use portcullis_telemetry::error_chain;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;

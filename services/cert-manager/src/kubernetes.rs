@@ -4,7 +4,7 @@
 //! with a CA kept in a Secret.
 
 use portcullis_admission::names::{IDENTITY_ANNOTATION, TRACEPARENT_ANNOTATION};
-use portcullis_server::error::error_chain;
+use portcullis_telemetry::error_chain;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +43,15 @@ pub enum KubeError {
         name: String,
         /// The condition, its reason and message.
         reason: String,
+    },
+    /// Waiting for the CSR's result failed.
+    #[error("watching CertificateSigningRequest {name}")]
+    Watch {
+        /// The CSR object's name.
+        name: String,
+        /// Why.
+        #[source]
+        source: kube::runtime::wait::Error,
     },
     /// The CSR was not signed in time, or the result is unusable.
     #[error("CertificateSigningRequest {name}: {reason}")]
@@ -155,33 +164,46 @@ async fn approve_and_wait(
     api.patch_subresource("approval", name, &PatchParams::default(), &Patch::Merge(&approval))
         .await
         .map_err(api_err("approve CertificateSigningRequest"))?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let csr = api.get(name).await.map_err(api_err("read CertificateSigningRequest"))?;
-        let status = csr.status.unwrap_or_default();
-        if let Some(cert) = status.certificate.filter(|c| !c.0.is_empty()) {
-            return String::from_utf8(cert.0)
-                .map_err(|_| KubeError::Csr { name: name.to_owned(), reason: "the certificate is not PEM".into() });
-        }
-        if let Some(c) =
-            status.conditions.unwrap_or_default().iter().find(|c| c.type_ == "Denied" || c.type_ == "Failed")
-        {
-            let reason = format!(
-                "{} ({}): {}",
-                c.type_,
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default()
-            );
-            return Err(KubeError::Refused { name: name.to_owned(), reason });
-        }
-        if tokio::time::Instant::now() >= deadline {
+    // Watched, not polled: done when the certificate is written or the
+    // CSR is denied or failed (or deleted by someone else).
+    let finished = |csr: Option<&CertificateSigningRequest>| {
+        csr.is_none_or(|csr| {
+            let status = csr.status.as_ref();
+            status.and_then(|s| s.certificate.as_ref()).is_some_and(|c| !c.0.is_empty())
+                || status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| c.iter().any(refusal))
+        })
+    };
+    let waited = tokio::time::timeout(timeout, kube::runtime::wait::await_condition(api.clone(), name, finished)).await;
+    let csr = match waited {
+        Err(_) => {
             return Err(KubeError::Csr {
                 name: name.to_owned(),
                 reason: format!("approved, but no certificate after {} s (is its signer running?)", timeout.as_secs()),
             });
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        Ok(Err(source)) => return Err(KubeError::Watch { name: name.to_owned(), source }),
+        Ok(Ok(None)) => return Err(KubeError::Csr { name: name.to_owned(), reason: "it was deleted".into() }),
+        Ok(Ok(Some(csr))) => csr,
+    };
+    let status = csr.status.unwrap_or_default();
+    if let Some(cert) = status.certificate.filter(|c| !c.0.is_empty()) {
+        return String::from_utf8(cert.0)
+            .map_err(|_| KubeError::Csr { name: name.to_owned(), reason: "the certificate is not PEM".into() });
     }
+    let conditions = status.conditions.unwrap_or_default();
+    let reason = conditions
+        .iter()
+        .find(|c| refusal(c))
+        .map(|c| {
+            format!("{} ({}): {}", c.type_, c.reason.clone().unwrap_or_default(), c.message.clone().unwrap_or_default())
+        })
+        .unwrap_or_default();
+    Err(KubeError::Refused { name: name.to_owned(), reason })
+}
+
+/// A Denied or Failed condition: the CSR will never get a certificate.
+fn refusal(condition: &k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition) -> bool {
+    condition.type_ == "Denied" || condition.type_ == "Failed"
 }
 
 /// Publishes the CA certificates to trust (never a key) as `ca.crt` in
@@ -226,7 +248,9 @@ pub async fn run_signer(
     shutdown: CancellationToken,
 ) {
     let api: Api<CertificateSigningRequest> = Api::all(client);
-    let stream = watcher(api.clone(), watcher::Config::default()).default_backoff().applied_objects();
+    // Only this signer's CSRs: the API server filters on spec.signerName.
+    let only_ours = watcher::Config::default().fields(&format!("spec.signerName={signer_name}"));
+    let stream = watcher(api.clone(), only_ours).default_backoff().applied_objects();
     let mut stream = std::pin::pin!(stream);
     loop {
         let csr = tokio::select! {
@@ -240,13 +264,10 @@ pub async fn run_signer(
             },
             _ = shutdown.cancelled() => return,
         };
-        if csr.spec.signer_name != signer_name {
-            continue;
-        }
         let status = csr.status.clone().unwrap_or_default();
         let conditions = status.conditions.unwrap_or_default();
         let approved = conditions.iter().any(|c| c.type_ == "Approved" && c.status == "True");
-        let finished = conditions.iter().any(|c| c.type_ == "Denied" || c.type_ == "Failed");
+        let finished = conditions.iter().any(refusal);
         if !approved || finished || status.certificate.is_some_and(|c| !c.0.is_empty()) {
             continue;
         }
@@ -275,7 +296,8 @@ async fn sign_one(
 ) {
     let patch = match ca.sign_csr(&csr.spec.request.0, csr.spec.expiration_seconds, max_seconds) {
         Ok(pem) => json!({"status": {"certificate": base64(pem.as_bytes())}}),
-        Err(reason) => {
+        Err(refusal) => {
+            let reason = error_chain(&refusal);
             tracing::warn!(csr = %name, %reason, "refusing to sign");
             json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "PortcullisRefused", "message": reason}]}})
         }

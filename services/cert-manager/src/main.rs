@@ -1,3 +1,8 @@
+//! `portcullis-cert-manager`: `serve` (the issuer and its gRPC API),
+//! `request` (one certificate request by hand, as a webhook makes it),
+//! `rotate-ca` (standalone CA rotation) and `ready` (the container
+//! healthcheck). Parses the flags and hands over to the library.
+
 #![forbid(unsafe_code)]
 
 use std::io::Write as _;
@@ -6,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use portcullis_cert_manager::cli::{Cli, Command};
 use portcullis_server::exit::{self, Answer};
+use portcullis_telemetry::traced;
 
 /// mimalloc: under load, glibc's malloc and free were a quarter of the
 /// injector's time (docs/BENCHMARKS.md).
@@ -26,11 +32,8 @@ async fn run(cli: Cli) -> anyhow::Result<Answer> {
             writeln!(std::io::stdout(), "rotation requested; the cert-manager logs each step as \"CA rotation: ...\"")?;
             Ok(Answer::Yes)
         }
-        Command::Serve(args) => {
-            let telemetry = portcullis_telemetry::init("portcullis-cert-manager", &cli.log)?;
-            let result = portcullis_cert_manager::serve::run(*args).await;
-            telemetry.shutdown();
-            result.map(|()| Answer::Yes)
-        }
+        Command::Serve(args) => traced("portcullis-cert-manager", &cli.log, portcullis_cert_manager::serve::run(*args))
+            .await
+            .map(Answer::from),
     }
 }

@@ -3,22 +3,24 @@
 //! (a name, a subject, CA:true, a token). Prints the certificate, never a key.
 
 use std::io::Write as _;
+
+use anyhow::Context as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use portcullis_server::cert_manager::{IssueError, issue_for, request_params};
-use portcullis_server::error::error_chain;
+use portcullis_certs_client::{IssueError, issue_for, request_params};
+use portcullis_server::exit::Answer;
 
 use crate::cli::Request;
-use portcullis_server::exit::Answer;
 
 /// Sends the request; [`Answer::No`] (exit 1) when the cert-manager
 /// refuses it, its answer on stderr.
 pub async fn run(args: Request) -> anyhow::Result<Answer> {
-    let mut params = request_params(&args.tls).map_err(|e| anyhow::anyhow!(error_chain(&e)))?;
+    let settings = args.cert_manager.settings().context("--cert-manager-url is required")?;
+    let mut params = request_params(&settings)?;
     if args.ask_for_ca {
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     }
-    match issue_for(&args.tls, params).await {
+    match issue_for(&settings, params).await {
         Ok(issued) => {
             let unix = |t: SystemTime| t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
             let cas = issued.ca_bundle_pem.matches("BEGIN CERTIFICATE").count();
@@ -34,6 +36,6 @@ pub async fn run(args: Request) -> anyhow::Result<Answer> {
             eprintln!("refused: {code:?}: {message}");
             Ok(Answer::No)
         }
-        Err(err) => anyhow::bail!(error_chain(&err)),
+        Err(err) => Err(err.into()),
     }
 }

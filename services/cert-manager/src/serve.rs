@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use portcullis_certs_client::certified_key;
 use portcullis_lease::Election;
 use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
-use portcullis_server::tls::{CertResolver, certified_key, server_config};
+use portcullis_server::tls::{CertResolver, server_config};
 use portcullis_server::{Metrics, admin, shutdown_signal, watch as files};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -38,7 +39,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         overlap: args.ca_overlap,
         max_leaf_lifetime: Duration::from_secs(config.max_lifetime_seconds),
     };
-    policy.check().map_err(anyhow::Error::msg)?;
+    policy.check()?;
     anyhow::ensure!(!args.ca_check_interval.is_zero(), "--ca-check-interval must be more than 0");
     let client = match args.mode {
         Mode::Kubernetes => Some(kube::Client::try_default().await.context("connecting to the Kubernetes API")?),

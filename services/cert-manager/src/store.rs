@@ -189,7 +189,6 @@ fn write_private(dir: &Path, data: &BTreeMap<String, String>) -> Result<(), Stor
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -2,17 +2,15 @@
 //! use: issuance, every refusal as a precise status, gRPC health, and the
 //! trust-bundle stream.
 
-#![allow(clippy::unwrap_used)]
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use portcullis_certs_client::{IssueError, Settings, issue};
 use portcullis_proto::certs::v1::certificates_client::CertificatesClient;
 use portcullis_proto::certs::v1::{IssueRequest, WatchTrustBundleRequest};
-use portcullis_server::args::TlsArgs;
-use portcullis_server::cert_manager::{IssueError, issue};
+use portcullis_test_support::http;
 use portcullis_test_support::process::Process;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
@@ -38,16 +36,16 @@ fn start() -> CertManager {
 /// A cert-manager in standalone mode with `extra` flags, publishing its
 /// trust bundle to `trust.pem`.
 fn start_with(extra: &[&str]) -> CertManager {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("injector-token"), "s3cret-injector-token\n").unwrap();
-    std::fs::write(dir.path().join("validator-token"), "s3cret-validator-token\n").unwrap();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("injector-token"), "s3cret-injector-token\n").expect("writing test files");
+    std::fs::write(dir.path().join("validator-token"), "s3cret-validator-token\n").expect("writing test files");
     let config = format!(
         "apiVersion: portcullis.dev/v1alpha1\nkind: CertManagerConfig\nspec:\n  defaultLifetimeSeconds: 3600\n  clients:\n\
          \x20   - identity: injector\n      tokenFile: {0}/injector-token\n      dnsNames: [localhost]\n      ipAddresses: [127.0.0.1]\n\
          \x20   - identity: validator\n      tokenFile: {0}/validator-token\n      dnsNames: [validator.local]\n",
         dir.path().display()
     );
-    std::fs::write(dir.path().join("config.yaml"), config).unwrap();
+    std::fs::write(dir.path().join("config.yaml"), config).expect("writing test files");
     let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"));
     command
         .arg("serve")
@@ -62,34 +60,34 @@ fn start_with(extra: &[&str]) -> CertManager {
     // Its own published bundle as well as its addresses.
     let deadline = Instant::now() + Duration::from_secs(20);
     while !cm.dir.path().join("trust.pem").exists() {
-        assert!(cm.process.child.try_wait().unwrap().is_none(), "cert-manager exited");
+        assert!(cm.process.child.try_wait().expect("running a command").is_none(), "cert-manager exited");
         assert!(Instant::now() < deadline, "cert-manager did not publish its trust bundle");
         std::thread::sleep(Duration::from_millis(50));
     }
     cm
 }
 
-fn args(cm: &CertManager, token: &str, names: &[&str]) -> TlsArgs {
+fn args(cm: &CertManager, token: &str, names: &[&str]) -> Settings {
     args_for(cm.dir.path(), cm.addr, token, names)
 }
 
 /// The webhooks' client settings for the cert-manager at `addr` whose
 /// trust bundle is in `dir/trust.pem`.
-fn args_for(dir: &Path, addr: SocketAddr, token: &str, names: &[&str]) -> TlsArgs {
+fn args_for(dir: &Path, addr: SocketAddr, token: &str, names: &[&str]) -> Settings {
     let token_file = dir.join(format!("client-{token}"));
-    std::fs::write(&token_file, token).unwrap();
-    TlsArgs::from_cert_manager(format!("https://localhost:{}", addr.port()), dir.join("trust.pem"), token_file, names)
+    std::fs::write(&token_file, token).expect("writing test files");
+    Settings::new(format!("https://localhost:{}", addr.port()), dir.join("trust.pem"), token_file, names)
 }
 
 /// A raw gRPC channel to `cm`, trusting `ca_pem`.
 async fn channel(cm: &CertManager, ca_pem: &str) -> tonic::transport::Channel {
     Endpoint::from_shared(format!("https://localhost:{}", cm.addr.port()))
-        .unwrap()
+        .expect("a valid endpoint address")
         .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca_pem)))
-        .unwrap()
+        .expect("a CA certificate")
         .connect()
         .await
-        .unwrap()
+        .expect("the cert-manager accepts a connection")
 }
 
 #[tokio::test]
@@ -177,10 +175,7 @@ async fn issues_and_refuses_with_precise_statuses() {
     assert_eq!(health.status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
 
     // Metrics: what was issued and refused, and when the CA expires.
-    let metrics = String::from_utf8(
-        Command::new("curl").args(["-fsS", &format!("http://{}/metrics", cm.admin)]).output().unwrap().stdout,
-    )
-    .unwrap();
+    let metrics = http::get_ok(&format!("http://{}/metrics", cm.admin)).expect("the admin port answers");
     assert!(metrics.contains("portcullis_certs_issued_total 3"), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="name_not_allowed"} 2"#), "{metrics}");
     assert!(metrics.contains(r#"portcullis_certs_refused_total{reason="ca"} 1"#), "{metrics}");
@@ -215,13 +210,13 @@ fn signed_by(leaf: &rustls::pki_types::CertificateDer<'_>, bundle_pem: &str) -> 
     use rustls::pki_types::pem::PemObject as _;
     let mut roots = rustls::RootCertStore::empty();
     for ca in rustls::pki_types::CertificateDer::pem_slice_iter(bundle_pem.as_bytes()) {
-        roots.add(ca.unwrap()).unwrap();
+        roots.add(ca.expect("a PEM certificate")).expect("test TLS settings");
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(std::sync::Arc::new(roots), provider)
         .build()
-        .unwrap();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        .expect("test TLS settings");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("test TLS settings");
     verifier.verify_server_cert(leaf, &[], &name, &[], rustls::pki_types::UnixTime::now()).is_ok()
 }
 
@@ -281,11 +276,8 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(served().unwrap(), first, "no renewal while the old CA signs");
-    let metrics = || {
-        let out = Command::new("curl").args(["-fsS", &format!("http://{}/metrics", cm.admin)]).output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
-    };
-    assert!(metrics().contains("portcullis_ca_bundle_certificates 2"), "a rotation under way shows: {}", metrics());
+    let bundle_size = http::metric(cm.admin, "portcullis_ca_bundle_certificates");
+    assert_eq!(bundle_size, Some(2.0), "a rotation under way shows");
 
     let switched = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
     let new = switched.issuer_pem.clone();
@@ -300,10 +292,47 @@ async fn a_rotated_ca_is_trusted_first_then_signs_and_the_webhook_moves_to_it() 
     // The cert-manager's own certificate moved too: a client trusting
     // only the new CA gets in.
     std::fs::write(cm.dir.path().join("new-ca.pem"), &new).unwrap();
-    let only_new = TlsArgs {
-        cert_manager_ca_file: Some(cm.dir.path().join("new-ca.pem")),
-        ..args(&cm, "s3cret-injector-token", &["localhost"])
-    };
+    let only_new =
+        Settings { ca_file: cm.dir.path().join("new-ca.pem"), ..args(&cm, "s3cret-injector-token", &["localhost"]) };
     assert!(signed_by(&issue(&only_new).await.unwrap().key.cert[0], &new));
     shutdown.cancel();
+}
+
+/// `request` sends what a webhook sends: a granted name prints the chain
+/// (exit 0), CA:true or a name the client may not have prints the refusal
+/// (exit 1), and a missing flag is a usage error (exit 2).
+#[test]
+fn the_request_command_prints_the_chain_or_the_refusal() {
+    let cm = start();
+    let settings = args(&cm, "s3cret-injector-token", &["localhost"]);
+    let request = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+            .args(["request", "--cert-manager-url", &settings.url, "--cert-manager-ca-file"])
+            .arg(&settings.ca_file)
+            .arg("--cert-manager-token-file")
+            .arg(&settings.token_file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let granted = request(&["--cert-names", "localhost"]);
+    let stdout = String::from_utf8_lossy(&granted.stdout);
+    assert_eq!(granted.status.code(), Some(0), "{}", String::from_utf8_lossy(&granted.stderr));
+    assert!(stdout.starts_with("-----BEGIN CERTIFICATE-----") && !stdout.contains("PRIVATE KEY"), "{stdout}");
+
+    for extra in [&["--cert-names", "localhost", "--ask-for-ca"][..], &["--cert-names", "kubernetes.default.svc"]] {
+        let refused = request(extra);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("refused: PermissionDenied") || stderr.contains("refused: InvalidArgument"),
+            "{stderr}"
+        );
+    }
+
+    let usage = Command::new(env!("CARGO_BIN_EXE_portcullis-cert-manager"))
+        .args(["request", "--cert-manager-url", &settings.url, "--cert-names", "localhost"])
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(2), "the CA and token files are required with the URL");
 }

@@ -192,33 +192,72 @@ pub fn object_name(value: &Value) -> &str {
     value.get("name").and_then(Value::as_str).unwrap_or_default()
 }
 
-fn check_template(t: &Template) -> Result<(), String> {
+/// Why a template was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// No name.
+    #[error("a template has an empty name")]
+    NoName,
+    /// An entry that is not a Kubernetes object of its kind.
+    #[error("template {template:?}: {field}[{index}]")]
+    Shape {
+        /// The template.
+        template: String,
+        /// `containers`, `initContainers`, `volumes`, `volumeMounts`.
+        field: &'static str,
+        /// The entry's index.
+        index: usize,
+        /// What the Kubernetes type said.
+        #[source]
+        error: serde_json::Error,
+    },
+    /// A container without an image.
+    #[error("template {template:?}: {field}[{index}] ({container}) has no image")]
+    NoImage {
+        /// The template.
+        template: String,
+        /// `containers` or `initContainers`.
+        field: &'static str,
+        /// The entry's index.
+        index: usize,
+        /// The container's name.
+        container: String,
+    },
+    /// A container, volume or mount without a name.
+    #[error("template {0:?}: every container, volume and volume mount needs a name")]
+    Unnamed(String),
+}
+
+fn check_template(t: &Template) -> Result<(), TemplateError> {
     use k8s_openapi::api::core::v1::{Container, Volume, VolumeMount};
+    fn parse<T: serde::de::DeserializeOwned>(
+        t: &Template,
+        field: &'static str,
+        index: usize,
+        value: &Value,
+    ) -> Result<T, TemplateError> {
+        T::deserialize(value).map_err(|error| TemplateError::Shape { template: t.name.clone(), field, index, error })
+    }
     if t.name.trim().is_empty() {
-        return Err("a template has an empty name".into());
+        return Err(TemplateError::NoName);
     }
-    let ctx = |what: &str, i: usize, e: serde_json::Error| format!("template {:?}: {what}[{i}]: {e}", t.name);
-    for (i, c) in t.containers.iter().enumerate() {
-        let c: Container = serde_json::from_value(c.clone()).map_err(|e| ctx("containers", i, e))?;
-        if c.image.as_deref().is_none_or(str::is_empty) {
-            return Err(format!("template {:?}: containers[{i}] ({}) has no image", t.name, c.name));
+    for (field, containers) in [("containers", &t.containers), ("initContainers", &t.init_containers)] {
+        for (index, c) in containers.iter().enumerate() {
+            let c: Container = parse(t, field, index, c)?;
+            if c.image.as_deref().is_none_or(str::is_empty) {
+                return Err(TemplateError::NoImage { template: t.name.clone(), field, index, container: c.name });
+            }
         }
     }
-    for (i, c) in t.init_containers.iter().enumerate() {
-        let c: Container = serde_json::from_value(c.clone()).map_err(|e| ctx("initContainers", i, e))?;
-        if c.image.as_deref().is_none_or(str::is_empty) {
-            return Err(format!("template {:?}: initContainers[{i}] ({}) has no image", t.name, c.name));
-        }
+    for (index, v) in t.volumes.iter().enumerate() {
+        let _: Volume = parse(t, "volumes", index, v)?;
     }
-    for (i, v) in t.volumes.iter().enumerate() {
-        let _: Volume = serde_json::from_value(v.clone()).map_err(|e| ctx("volumes", i, e))?;
-    }
-    for (i, m) in t.volume_mounts.iter().enumerate() {
-        let _: VolumeMount = serde_json::from_value(m.clone()).map_err(|e| ctx("volumeMounts", i, e))?;
+    for (index, m) in t.volume_mounts.iter().enumerate() {
+        let _: VolumeMount = parse(t, "volumeMounts", index, m)?;
     }
     let named = t.containers.iter().chain(&t.init_containers).chain(&t.volumes).chain(&t.volume_mounts);
     if named.into_iter().any(|v| object_name(v).is_empty()) {
-        return Err(format!("template {:?}: every container, volume and volume mount needs a name", t.name));
+        return Err(TemplateError::Unnamed(t.name.clone()));
     }
     Ok(())
 }
@@ -321,7 +360,7 @@ spec:
     )]
     fn refuses_bad_configs_with_a_clear_message(#[case] text: &str, #[case] expected: &str) {
         let err = load(text).expect_err("must be refused");
-        let said = portcullis_server::error::error_chain(&err);
+        let said = portcullis_telemetry::error_chain(&err);
         assert!(said.contains(expected), "{said}");
     }
 

@@ -16,20 +16,28 @@ pub struct RewriteRule {
     pub replacement: String,
 }
 
+/// A rewrite rule that could never match or would make invalid images.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("imageRewrites: {prefix:?} -> {replacement:?}: {problem}")]
+pub struct RewriteError {
+    /// The rule's prefix.
+    pub prefix: String,
+    /// Its replacement.
+    pub replacement: String,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
 impl RewriteRule {
     /// Refuses rules that could never match or would make invalid images.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RewriteError> {
+        let error =
+            |problem| RewriteError { prefix: self.prefix.clone(), replacement: self.replacement.clone(), problem };
         if self.prefix.trim().is_empty() || self.replacement.trim().is_empty() {
-            return Err(format!(
-                "imageRewrites: prefix and replacement must not be empty (prefix {:?}, replacement {:?})",
-                self.prefix, self.replacement
-            ));
+            return Err(error("prefix and replacement must not be empty"));
         }
         if self.prefix.contains(['@', ' ']) || self.replacement.contains(['@', ' ']) {
-            return Err(format!(
-                "imageRewrites: {:?} -> {:?}: a prefix names a repository, without spaces, tag or digest",
-                self.prefix, self.replacement
-            ));
+            return Err(error("a prefix names a repository, without spaces, tag or digest"));
         }
         Ok(())
     }

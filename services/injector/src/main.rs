@@ -1,3 +1,7 @@
+//! `portcullis-injector`: `serve` (the mutating webhook), `mutate` (the same
+//! decision offline, on files or stdin) and `ready` (the container
+//! healthcheck). Parses the flags and hands over to the library.
+
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
@@ -5,6 +9,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use portcullis_injector::cli::{Cli, Command};
 use portcullis_server::exit::{self, Answer};
+use portcullis_telemetry::traced;
 
 /// mimalloc: under load, glibc's malloc and free were a quarter of the
 /// injector's time (docs/BENCHMARKS.md).
@@ -19,12 +24,9 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<Answer> {
     match cli.command {
         Command::Ready(args) => Ok(portcullis_server::admin::probe(args.admin_listen).await.into()),
-        Command::Mutate(args) => portcullis_injector::offline::run(&args).map(|()| Answer::Yes),
+        Command::Mutate(args) => portcullis_injector::offline::run(&args).map(Answer::from),
         Command::Serve(args) => {
-            let telemetry = portcullis_telemetry::init("portcullis-injector", &cli.log)?;
-            let result = portcullis_injector::serve::run(*args).await;
-            telemetry.shutdown();
-            result.map(|()| Answer::Yes)
+            traced("portcullis-injector", &cli.log, portcullis_injector::serve::run(*args)).await.map(Answer::from)
         }
     }
 }

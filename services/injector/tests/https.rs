@@ -2,8 +2,6 @@
 //! certificate, bad input, metrics, a kubelet-style certificate swap
 //! without dropped connections, a slow client, and SIGTERM.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use std::net::SocketAddr;
@@ -19,14 +17,17 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// A CA and a leaf for 127.0.0.1 signed by it: (ca pem, leaf pem, key pem).
 fn pki(name: &str) -> (String, String, String) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let ca_key = KeyPair::generate().expect("test PKI");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("test PKI");
     ca.distinguished_name.push(rcgen::DnType::CommonName, format!("{name} CA"));
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let ca_cert = ca.self_signed(&ca_key).expect("test PKI");
     let issuer = Issuer::new(ca, &ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+    let leaf_key = KeyPair::generate().expect("test PKI");
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .expect("test PKI")
+        .signed_by(&leaf_key, &issuer)
+        .expect("test PKI");
     (ca_cert.pem(), leaf.pem(), leaf_key.serialize_pem())
 }
 
@@ -35,14 +36,14 @@ fn pki(name: &str) -> (String, String, String) {
 /// `..data`; an update renames a new `..data` symlink over the old one.
 fn kubelet_write(dir: &Path, version: &str, cert: &str, key: &str) {
     let data = dir.join(version);
-    std::fs::create_dir(&data).unwrap();
-    std::fs::write(data.join("tls.crt"), cert).unwrap();
-    std::fs::write(data.join("tls.key"), key).unwrap();
-    std::os::unix::fs::symlink(version, dir.join("..data_tmp")).unwrap();
-    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    std::fs::create_dir(&data).expect("writing test files");
+    std::fs::write(data.join("tls.crt"), cert).expect("writing test files");
+    std::fs::write(data.join("tls.key"), key).expect("writing test files");
+    std::os::unix::fs::symlink(version, dir.join("..data_tmp")).expect("writing test files");
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).expect("writing test files");
     for file in ["tls.crt", "tls.key"] {
         if !dir.join(file).exists() {
-            std::os::unix::fs::symlink(format!("..data/{file}"), dir.join(file)).unwrap();
+            std::os::unix::fs::symlink(format!("..data/{file}"), dir.join(file)).expect("writing test files");
         }
     }
 }
@@ -83,10 +84,10 @@ async fn start(certs: &Path) -> Server {
 fn client(ca_pem: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap())
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("test TLS settings"))
         .https_only(true)
         .build()
-        .unwrap()
+        .expect("test TLS settings")
 }
 
 async fn mutate(client: &reqwest::Client, server: &Server, body: Vec<u8>) -> reqwest::Result<reqwest::Response> {
@@ -94,7 +95,7 @@ async fn mutate(client: &reqwest::Client, server: &Server, body: Vec<u8>) -> req
 }
 
 fn fixture() -> Vec<u8> {
-    std::fs::read(support::data("pod-v1.json")).unwrap()
+    std::fs::read(support::data("pod-v1.json")).expect("reading a file of the repository")
 }
 
 #[tokio::test]

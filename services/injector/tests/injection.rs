@@ -2,8 +2,6 @@
 //! user would: apply the returned patch (with an independent RFC 6902
 //! implementation) and look at the pod, then run the result again.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use rstest::rstest;

@@ -1,32 +1,22 @@
 //! `portcullis-injector mutate`: the offline mode users run like
 //! `istioctl kube-inject`, on a plain manifest and on an AdmissionReview.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
+use portcullis_test_support::process::run_with_stdin;
 use serde_json::Value;
 
 fn run(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
-        .arg("mutate")
-        .arg("--config")
-        .arg(support::data("config.yaml"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().unwrap();
-    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"));
+    command.arg("mutate").arg("--config").arg(support::data("config.yaml")).args(args);
+    let out = run_with_stdin(&mut command, stdin).expect("running a command");
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        String::from_utf8(out.stderr).expect("UTF-8 output"),
+    )
 }
 
 const POD: &str = r#"

@@ -153,28 +153,84 @@ pub enum Outcome {
     },
 }
 
-fn compile(name: &str, what: &str, source: &str, cost_limit: u64) -> Result<Compiled, String> {
+/// Why a policy's CEL was refused at load: the field it is in
+/// (`validations[0]`, `variables "x"`), and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}")]
+pub struct CelError {
+    /// The field.
+    pub at: String,
+    /// What is wrong.
+    #[source]
+    pub problem: CelProblem,
+}
+
+/// What is wrong with one CEL expression or audit annotation.
+#[derive(Debug, thiserror::Error)]
+pub enum CelProblem {
+    /// Longer than [`MAX_EXPRESSION_LEN`].
+    #[error("expression is {0} characters; the limit is {MAX_EXPRESSION_LEN}")]
+    TooLong(usize),
+    /// Not CEL.
+    #[error("{expression:?} does not compile")]
+    Syntax {
+        /// The expression.
+        expression: String,
+        /// What the parser said.
+        #[source]
+        error: kube_cel::cel::ParseErrors,
+    },
+    /// Reads a variable Portcullis does not provide.
+    #[error("{expression:?} uses `{variable}`, which Portcullis does not provide: {why}")]
+    Unsupported {
+        /// The expression.
+        expression: String,
+        /// The variable.
+        variable: &'static str,
+        /// Why it is not provided.
+        why: &'static str,
+    },
+    /// Its worst-case cost is over the limit.
+    #[error(
+        "{expression:?} has an estimated worst-case cost of {}, over the limit of {limit} (--cel-cost-limit): \
+         its work grows faster than the object it reads (a loop over the object inside a loop over the object, \
+         or a scan of the whole object per element)",
+        if *cost == u64::MAX { "unbounded".to_owned() } else { cost.to_string() }
+    )]
+    TooCostly {
+        /// The expression.
+        expression: String,
+        /// Its estimated cost (`u64::MAX`: unbounded).
+        cost: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// An audit annotation key that is not a valid name.
+    #[error("key {0:?} must be 1-63 letters, digits, '-', '_' or '.'")]
+    BadKey(String),
+    /// Two audit annotations with one key.
+    #[error("key {0:?} is used twice")]
+    DuplicateKey(String),
+}
+
+fn compile(name: &str, at: impl FnOnce() -> String, source: &str, cost_limit: u64) -> Result<Compiled, CelError> {
+    let refuse = |problem| CelError { at: at(), problem };
     if source.len() > MAX_EXPRESSION_LEN {
-        return Err(format!("{what}: expression is {} characters; the limit is {MAX_EXPRESSION_LEN}", source.len()));
+        return Err(refuse(CelProblem::TooLong(source.len())));
     }
     // Kubernetes' CEL environment has the optional syntax (`a.?b`, `[?x]`).
     let parser = kube_cel::cel::parser::Parser::new().enable_optional_syntax(true);
-    let program =
-        Program::compile_with(parser, source).map_err(|e| format!("{what}: {source:?} does not compile: {e}"))?;
+    let program = match Program::compile_with(parser, source) {
+        Ok(program) => program,
+        Err(error) => return Err(refuse(CelProblem::Syntax { expression: source.to_owned(), error })),
+    };
     let references = program.references();
-    for (variable, why) in UNSUPPORTED_VARIABLES {
-        if references.has_variable(variable) {
-            return Err(format!("{what}: {source:?} uses `{variable}`, which Portcullis does not provide: {why}"));
-        }
+    if let Some((variable, why)) = UNSUPPORTED_VARIABLES.into_iter().find(|(v, _)| references.has_variable(v)) {
+        return Err(refuse(CelProblem::Unsupported { expression: source.to_owned(), variable, why }));
     }
     let cost = crate::cost::estimate(program.expression()).superlinear;
     if cost > cost_limit {
-        let shown = if cost == u64::MAX { "unbounded".to_owned() } else { cost.to_string() };
-        return Err(format!(
-            "{what}: {source:?} has an estimated worst-case cost of {shown}, over the limit of {cost_limit} \
-             (--cel-cost-limit): its work grows faster than the object it reads (a loop over the object inside \
-             a loop over the object, or a scan of the whole object per element)"
-        ));
+        return Err(refuse(CelProblem::TooCostly { expression: source.to_owned(), cost, limit: cost_limit }));
     }
     Ok(Compiled { name: name.to_owned(), source: source.to_owned(), program })
 }
@@ -188,14 +244,14 @@ impl CelRules {
         validations: Vec<Validation>,
         audit_annotations: Vec<AuditAnnotation>,
         cost_limit: u64,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, CelError> {
         let match_conditions = match_conditions
             .iter()
-            .map(|c| compile(&c.name, &format!("matchConditions {:?}", c.name), &c.expression, cost_limit))
+            .map(|c| compile(&c.name, || format!("matchConditions {:?}", c.name), &c.expression, cost_limit))
             .collect::<Result<_, _>>()?;
         let variables = variables
             .iter()
-            .map(|v| compile(&v.name, &format!("variables {:?}", v.name), &v.expression, cost_limit))
+            .map(|v| compile(&v.name, || format!("variables {:?}", v.name), &v.expression, cost_limit))
             .collect::<Result<_, _>>()?;
         let validations = validations
             .iter()
@@ -204,34 +260,35 @@ impl CelRules {
                 let message_expression = v
                     .message_expression
                     .as_deref()
-                    .map(|m| compile("", &format!("validations[{i}].messageExpression"), m, cost_limit))
+                    .map(|m| compile("", || format!("validations[{i}].messageExpression"), m, cost_limit))
                     .transpose()?;
                 Ok(CompiledValidation {
-                    expression: compile("", &format!("validations[{i}]"), &v.expression, cost_limit)?,
+                    expression: compile("", || format!("validations[{i}]"), &v.expression, cost_limit)?,
                     message: v.message.clone(),
                     message_expression,
                     reason: v.reason.unwrap_or_default(),
                 })
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, CelError>>()?;
         let mut keys = std::collections::HashSet::new();
         let audit_annotations = audit_annotations
             .iter()
             .enumerate()
             .map(|(i, a)| {
-                let what = format!("auditAnnotations[{i}]");
+                let at = || format!("auditAnnotations[{i}]");
                 let valid = (1..=63).contains(&a.key.len())
                     && a.key.starts_with(|c: char| c.is_ascii_alphanumeric())
                     && a.key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
                 if !valid {
-                    return Err(format!("{what}: key {:?} must be 1-63 letters, digits, '-', '_' or '.'", a.key));
+                    return Err(CelError { at: at(), problem: CelProblem::BadKey(a.key.clone()) });
                 }
                 if !keys.insert(a.key.as_str()) {
-                    return Err(format!("{what}: key {:?} is used twice", a.key));
+                    return Err(CelError { at: at(), problem: CelProblem::DuplicateKey(a.key.clone()) });
                 }
-                Ok((a.key.clone(), compile("", &format!("{what}.valueExpression"), &a.value_expression, cost_limit)?))
+                let value = compile("", || format!("{}.valueExpression", at()), &a.value_expression, cost_limit)?;
+                Ok((a.key.clone(), value))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, CelError>>()?;
         Ok(Self { match_conditions, variables, validations, audit_annotations })
     }
 

@@ -252,7 +252,7 @@ fn push_once(findings: &mut Vec<Finding>, finding: Finding) {
     }
 }
 
-fn fail(policy: &Policy, reason: String, findings: &mut Vec<Finding>) {
+fn fail(policy: &Policy, reason: impl std::fmt::Display, findings: &mut Vec<Finding>) {
     match policy.failure_policy {
         FailurePolicy::Fail => push_once(
             findings,
@@ -284,6 +284,11 @@ fn describe(req: &Request, object: &Value) -> String {
     }
 }
 
+/// A namespace whose labels the validator has not seen (yet).
+#[derive(Debug, thiserror::Error)]
+#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
+struct UnknownNamespace(String);
+
 /// Whether `policy` applies to `req`; `Err` when that cannot be known.
 fn matches(
     policy: &Policy,
@@ -291,7 +296,7 @@ fn matches(
     namespaces: &dyn NamespaceLabels,
     req: &Request,
     old: Option<&Value>,
-) -> Result<bool, String> {
+) -> Result<bool, UnknownNamespace> {
     let m: &Match = &policy.matching;
     let inner = &req.inner;
     let op = operation(&inner.operation);
@@ -325,9 +330,7 @@ fn matches(
         if namespace.is_empty() {
             return Ok(true); // other cluster-scoped objects are never skipped by a namespaceSelector
         }
-        let labels = namespaces.labels(namespace).ok_or_else(|| {
-            format!("the labels of namespace {namespace} are not known, so namespaceSelector cannot be evaluated")
-        })?;
+        let labels = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
         return Ok(selector.matches(|k| labels.get(k).map(String::as_str)));
     }
     Ok(true)

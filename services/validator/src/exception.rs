@@ -36,6 +36,26 @@ pub struct Spec {
     pub expires: Option<Timestamp>,
 }
 
+/// Why an exception document was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExceptionError {
+    /// `spec.policies` is empty.
+    #[error("spec.policies names no policy")]
+    NoPolicy,
+    /// `spec.policies` names a policy that does not exist.
+    #[error("spec.policies names {0:?}, which no ValidatorPolicy defines")]
+    UnknownPolicy(String),
+    /// `spec.reason` is empty.
+    #[error("spec.reason is required: say why the exception exists")]
+    NoReason,
+    /// `spec.objectSelector` is one the API server would refuse.
+    #[error("spec.objectSelector")]
+    Selector(#[from] portcullis_admission::selector::SelectorError),
+    /// A `spec.names` pattern with a `*` elsewhere than at its end.
+    #[error("spec.names: {0:?} may only end with *")]
+    BadName(String),
+}
+
 /// A checked exception.
 #[derive(Debug)]
 pub struct Exception {
@@ -47,21 +67,21 @@ pub struct Exception {
 
 impl Exception {
     /// Checks the document on its own; `policies` are the names defined.
-    pub fn new(name: String, spec: Spec, policies: &[&str]) -> Result<Self, String> {
+    pub fn new(name: String, spec: Spec, policies: &[&str]) -> Result<Self, ExceptionError> {
         if spec.policies.is_empty() {
-            return Err("spec.policies names no policy".into());
+            return Err(ExceptionError::NoPolicy);
         }
         if let Some(unknown) = spec.policies.iter().find(|p| !policies.contains(&p.as_str())) {
-            return Err(format!("spec.policies names {unknown:?}, which no ValidatorPolicy defines"));
+            return Err(ExceptionError::UnknownPolicy(unknown.clone()));
         }
         if spec.reason.trim().is_empty() {
-            return Err("spec.reason is required: say why the exception exists".into());
+            return Err(ExceptionError::NoReason);
         }
         if let Some(selector) = &spec.object_selector {
             selector.check()?;
         }
         if let Some(bad) = spec.names.iter().find(|n| n.trim_end_matches('*').contains('*')) {
-            return Err(format!("spec.names: {bad:?} may only end with *"));
+            return Err(ExceptionError::BadName(bad.clone()));
         }
         if let Some(expires) = spec.expires.filter(|e| *e <= Timestamp::now()) {
             tracing::warn!(exception = %name, %expires, "policy exception has expired and no longer applies");
@@ -107,7 +127,7 @@ mod tests {
 
     fn exception(yaml: &str) -> Result<Exception, String> {
         let spec: Spec = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
-        Exception::new("legacy".into(), spec, &["replicas", "team-label"])
+        Exception::new("legacy".into(), spec, &["replicas", "team-label"]).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -1,15 +1,23 @@
+//! `portcullis-validator`: `serve` (the validating webhook), `check` (the same
+//! decision offline), `audit` (violations among existing objects) and
+//! `ready` (the container healthcheck). Parses the flags and hands over to
+//! the library.
+
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
 use clap::Parser as _;
 use portcullis_server::exit::{self, Answer};
+use portcullis_telemetry::traced;
 use portcullis_validator::cli::{Cli, Command};
 
 /// mimalloc: under load, glibc's malloc and free were a quarter of the
 /// injector's time (docs/BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const SERVICE: &str = "portcullis-validator";
 
 fn main() -> ExitCode {
     exit::code(run(Cli::parse()))
@@ -21,16 +29,10 @@ async fn run(cli: Cli) -> anyhow::Result<Answer> {
         Command::Ready(args) => Ok(portcullis_server::admin::probe(args.admin_listen).await.into()),
         Command::Check(args) => Ok(portcullis_validator::offline::run(&args)?.into()),
         Command::Audit(args) => {
-            let telemetry = portcullis_telemetry::init("portcullis-validator", &cli.log)?;
-            let result = portcullis_validator::audit::run(*args).await;
-            telemetry.shutdown();
-            result.map(|()| Answer::Yes)
+            traced(SERVICE, &cli.log, portcullis_validator::audit::run(*args)).await.map(Answer::from)
         }
         Command::Serve(args) => {
-            let telemetry = portcullis_telemetry::init("portcullis-validator", &cli.log)?;
-            let result = portcullis_validator::serve::run(*args).await;
-            telemetry.shutdown();
-            result.map(|()| Answer::Yes)
+            traced(SERVICE, &cli.log, portcullis_validator::serve::run(*args)).await.map(Answer::from)
         }
     }
 }

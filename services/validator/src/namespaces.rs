@@ -1,17 +1,16 @@
 //! Namespace labels for `namespaceSelector`, kept in memory by a watch on
 //! Namespaces (metadata only), so the admission path never calls the API.
 
-use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
-
-use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+use portcullis_telemetry::error_chain;
 use tokio_util::sync::CancellationToken;
 
 use crate::evaluate::NamespaceLabels;

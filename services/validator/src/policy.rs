@@ -4,13 +4,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use portcullis_admission::documents::{self, DocumentError, Origin};
-use portcullis_admission::selector::LabelSelector;
+use portcullis_admission::selector::{LabelSelector, SelectorError};
 use serde::Deserialize;
 
-use crate::cel::{self, CelRules};
-use crate::exception::{self, Exception};
-use crate::params::{ParamKind, Params};
-use crate::rules::Rules;
+use crate::cel::{self, CelError, CelRules};
+use crate::exception::{self, Exception, ExceptionError};
+use crate::params::{ParamKind, ParamSpecError, Params};
+use crate::rules::{Rules, RulesError};
 
 const KIND: &str = "ValidatorPolicy";
 
@@ -35,6 +35,48 @@ pub enum PolicyError {
         /// The second.
         second: String,
     },
+}
+
+/// One policy or exception document refused: `policy web`, with why.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {name}")]
+pub struct Refused {
+    /// `policy` or `exception`.
+    pub what: &'static str,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// Why.
+    #[source]
+    pub reason: Reason,
+}
+
+/// Why a policy or exception document is not valid on its own.
+#[derive(Debug, thiserror::Error)]
+pub enum Reason {
+    /// A selector the API server would refuse, in the field named.
+    #[error("{0}")]
+    Selector(&'static str, #[source] SelectorError),
+    /// Contradictory built-in rules.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    /// A CEL expression that does not compile or costs too much.
+    #[error(transparent)]
+    Cel(#[from] CelError),
+    /// `paramKind` and `paramRef` that do not fit together.
+    #[error(transparent)]
+    Params(#[from] ParamSpecError),
+    /// Nothing to check.
+    #[error("has neither rules nor validations")]
+    Empty,
+    /// Parameters that no expression could read.
+    #[error("paramKind is set but no CEL validation could read params")]
+    ParamsUnread,
+    /// An expression reads parameters the policy does not have.
+    #[error("an expression reads `params` but the policy has no paramKind")]
+    NoParamKind,
+    /// An invalid exception.
+    #[error(transparent)]
+    Exception(#[from] ExceptionError),
 }
 
 /// What a policy does with what it finds.
@@ -218,11 +260,16 @@ impl PolicySet {
                 return Err(PolicyError::Duplicate { name, first: first.to_string(), second: origin.to_string() });
             }
             let spec = doc.spec;
-            let invalid = |m: String| origin.invalid(format!("policy {name}: {m}"));
-            for selector in [&spec.matching.namespace_selector, &spec.matching.object_selector].into_iter().flatten() {
-                selector.check().map_err(invalid)?;
+            let invalid = |reason: Reason| origin.invalid(Refused { what: "policy", name: name.clone(), reason });
+            for (field, selector) in [
+                ("namespaceSelector", &spec.matching.namespace_selector),
+                ("objectSelector", &spec.matching.object_selector),
+            ] {
+                if let Some(selector) = selector {
+                    selector.check().map_err(|e| invalid(Reason::Selector(field, e)))?;
+                }
             }
-            spec.rules.check().map_err(invalid)?;
+            spec.rules.check().map_err(|e| invalid(e.into()))?;
             let cel = CelRules::compile(
                 spec.match_conditions,
                 spec.variables,
@@ -230,18 +277,14 @@ impl PolicySet {
                 spec.audit_annotations,
                 cost_limit,
             )
-            .map_err(invalid)?;
+            .map_err(|e| invalid(e.into()))?;
             if spec.rules.is_empty() && cel.validations.is_empty() {
-                return Err(invalid("has neither rules nor validations".into()).into());
+                return Err(invalid(Reason::Empty).into());
             }
-            let params = Params::from_spec(spec.param_kind, spec.param_ref).map_err(invalid)?;
+            let params = Params::from_spec(spec.param_kind, spec.param_ref).map_err(|e| invalid(e.into()))?;
             match &params {
-                Some(_) if cel.validations.is_empty() => {
-                    return Err(invalid("paramKind is set but no CEL validation could read params".into()).into());
-                }
-                None if cel.reads("params") => {
-                    return Err(invalid("an expression reads `params` but the policy has no paramKind".into()).into());
-                }
+                Some(_) if cel.validations.is_empty() => return Err(invalid(Reason::ParamsUnread).into()),
+                None if cel.reads("params") => return Err(invalid(Reason::NoParamKind).into()),
                 _ => {}
             }
             origins.insert(name.clone(), origin);
@@ -264,8 +307,9 @@ impl PolicySet {
             if name.trim().is_empty() || checked.iter().any(|e| e.name == name) {
                 return Err(origin.invalid(format!("exception {name:?}: metadata.name must be set and unique")).into());
             }
-            let exception = Exception::new(name.clone(), doc.spec, &names)
-                .map_err(|m| origin.invalid(format!("exception {name}: {m}")))?;
+            let exception = Exception::new(name.clone(), doc.spec, &names).map_err(|e| {
+                origin.invalid(Refused { what: "exception", name: name.clone(), reason: Reason::Exception(e) })
+            })?;
             checked.push(exception);
         }
         Ok(Self { policies, exceptions: checked })

@@ -133,6 +133,22 @@ pub struct PodSecurity {
 
 const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
 
+/// Built-in rules that contradict themselves or name nothing real.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    /// `rules.replicas.min` above `max`.
+    #[error("rules.replicas: min {min} is above max {max}")]
+    ReplicasRange {
+        /// The minimum.
+        min: i64,
+        /// The maximum.
+        max: i64,
+    },
+    /// `rules.services.forbiddenTypes` names no Service type.
+    #[error("rules.services.forbiddenTypes: {0:?} is not a Service type ({SERVICE_TYPES:?})")]
+    ServiceType(String),
+}
+
 impl Rules {
     /// Whether no built-in rule is configured.
     pub fn is_empty(&self) -> bool {
@@ -146,16 +162,16 @@ impl Rules {
     }
 
     /// Refuses contradictory or meaningless settings.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RulesError> {
         if let Some(Replicas { min: Some(min), max: Some(max) }) = self.replicas
             && min > max
         {
-            return Err(format!("rules.replicas: min {min} is above max {max}"));
+            return Err(RulesError::ReplicasRange { min, max });
         }
         if let Some(services) = &self.services
             && let Some(bad) = services.forbidden_types.iter().find(|t| !SERVICE_TYPES.contains(&t.as_str()))
         {
-            return Err(format!("rules.services.forbiddenTypes: {bad:?} is not a Service type ({SERVICE_TYPES:?})"));
+            return Err(RulesError::ServiceType(bad.clone()));
         }
         Ok(())
     }

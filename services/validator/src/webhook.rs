@@ -1,7 +1,6 @@
 //! The validator as a webhook: the policies in force, the evaluation, and
 //! what it records for operators.
 
-use portcullis_server::error::error_chain;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,6 +8,7 @@ use std::time::Instant;
 use portcullis_admission::{Decision, Request};
 use portcullis_server::Current;
 use portcullis_server::webhook::Webhook;
+use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -2,8 +2,6 @@
 //! documentation's examples (matchConditions, variables, messageExpression,
 //! reason, oldObject), failure policies and the evaluation deadline.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use std::collections::BTreeMap;
@@ -19,7 +17,7 @@ use serde_json::{Value, json};
 use support::{create, messages, run, update};
 
 fn set() -> Validator {
-    let yaml = std::fs::read_to_string(support::data("policies.yaml")).unwrap();
+    let yaml = std::fs::read_to_string(support::data("policies.yaml")).expect("reading a file of the repository");
     let only_cel: String = yaml.split("\n---\n").filter(|d| d.contains("deployment-cel")).collect();
     support::validator(&only_cel)
 }

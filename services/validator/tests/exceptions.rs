@@ -2,8 +2,6 @@
 //! policy and only that one, while the exception lasts; a typo in an
 //! exception refuses the whole set, as a broken policy does.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use serde_json::{Value, json};

@@ -1,28 +1,40 @@
 //! `portcullis-validator check`, as a CI job runs it on manifests.
 
-#![allow(clippy::unwrap_used)]
-
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-/// `check` of the test policies, reading `stdin`, its output piped.
-fn spawn_check(stdin: &str) -> std::process::Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
+use portcullis_test_support::process::run_with_stdin;
+
+/// `check` of the test policies, reading stdin.
+fn check_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"));
+    command
         .args(["check", "--policy"])
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policies.yaml"))
-        .args(["-f", "-"])
+        .args(["-f", "-"]);
+    command
+}
+
+/// [`check_command`] left running with its output piped, for a reader
+/// that goes away early.
+fn spawn_check(stdin: &str) -> std::process::Child {
+    let mut child = check_command()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        .expect("running a command");
+    child.stdin.take().expect("the stream is piped").write_all(stdin.as_bytes()).expect("writing to the child's stdin");
     child
 }
 
 fn check(stdin: &str) -> (Option<i32>, String, String) {
-    let out = spawn_check(stdin).wait_with_output().unwrap();
-    (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    let out = run_with_stdin(&mut check_command(), Some(stdin)).expect("running a command");
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        String::from_utf8(out.stderr).expect("UTF-8 output"),
+    )
 }
 
 const MANIFESTS: &str = r#"

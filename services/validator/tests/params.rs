@@ -2,8 +2,6 @@
 //! by the API server's rules (name or selector, the request's namespace
 //! for a namespaced kind, `parameterNotFoundAction`).
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use std::sync::Arc;

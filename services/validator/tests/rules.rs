@@ -1,8 +1,6 @@
 //! Table tests for every built-in rule kind: allowed and denied cases, with
 //! the exact message a user would read.
 
-#![allow(clippy::unwrap_used)]
-
 mod support;
 
 use rstest::rstest;
@@ -250,6 +248,6 @@ fn bad_policies_are_refused_with_a_clear_message(#[case] spec: &str, #[case] exp
         portcullis_validator::cost::DEFAULT_LIMIT,
     )
     .unwrap_err();
-    let said = portcullis_server::error::error_chain(&err);
+    let said = portcullis_telemetry::error_chain(&err);
     assert!(said.contains(expected), "{said}");
 }

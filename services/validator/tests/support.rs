@@ -13,40 +13,40 @@ use portcullis_validator::webhook::{NoNamespaces, Validator};
 use portcullis_validator::workers::Workers;
 use serde_json::Value;
 
-pub fn data(name: &str) -> std::path::PathBuf {
+pub(crate) fn data(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
-pub fn settings() -> Settings {
+pub(crate) fn settings() -> Settings {
     let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| s.to_string()).collect();
     system_namespaces.push("portcullis-system".into());
     Settings { system_namespaces, cel_deadline: Duration::from_secs(2), cel_limits: Default::default() }
 }
 
-pub fn policies(yaml: &str) -> PolicySet {
+pub(crate) fn policies(yaml: &str) -> PolicySet {
     policies_with_cost_limit(yaml, portcullis_validator::cost::DEFAULT_LIMIT).unwrap()
 }
 
-pub fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, String> {
+pub(crate) fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, String> {
     PolicySet::from_sources([(Path::new("policy.yaml"), yaml.as_bytes())], limit)
-        .map_err(|e| portcullis_server::error::error_chain(&e))
+        .map_err(|e| portcullis_telemetry::error_chain(&e))
 }
 
-pub fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
+pub(crate) fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
     Validator::new(policies(yaml), settings(), namespaces, Workers::new(1).unwrap())
 }
 
-pub fn validator(yaml: &str) -> Validator {
+pub(crate) fn validator(yaml: &str) -> Validator {
     validator_with(yaml, Arc::new(NoNamespaces))
 }
 
 /// The review the API server would send for creating `object`.
-pub fn create(object: Value) -> Value {
+pub(crate) fn create(object: Value) -> Value {
     manifest::as_review(object).unwrap()
 }
 
 /// An UPDATE review from `old` to `new`.
-pub fn update(old: Value, new: Value) -> Value {
+pub(crate) fn update(old: Value, new: Value) -> Value {
     let mut review = create(new);
     review["request"]["operation"] = "UPDATE".into();
     review["request"]["oldObject"] = old;
@@ -54,13 +54,13 @@ pub fn update(old: Value, new: Value) -> Value {
 }
 
 /// Runs `review` and returns (allowed, denial message, warnings, findings).
-pub fn run(validator: &Validator, review: &Value) -> (bool, String, Vec<String>, Vec<Finding>) {
+pub(crate) fn run(validator: &Validator, review: &Value) -> (bool, String, Vec<String>, Vec<Finding>) {
     let req = decode(&serde_json::to_vec(review).unwrap()).unwrap();
     let (decision, findings) = validator.review(&req, validator.deadline());
     let (response, _) = decision.respond(&req);
     (response.allowed, response.result.message.clone(), response.warnings.unwrap_or_default(), findings)
 }
 
-pub fn messages(findings: &[Finding]) -> Vec<String> {
+pub(crate) fn messages(findings: &[Finding]) -> Vec<String> {
     findings.iter().map(|f| format!("[{}] {}", f.policy, f.message)).collect()
 }

@@ -24,14 +24,15 @@ pub enum DocumentError {
         source: serde_yaml::Error,
     },
     /// The document parses but is not valid.
-    #[error("{file}: document {doc}: {message}")]
+    #[error("{file}: document {doc}")]
     Invalid {
         /// The file.
         file: String,
         /// 1-based index of the document in the file.
         doc: usize,
-        /// What is wrong.
-        message: String,
+        /// What is wrong: the service's own typed error, or a message.
+        #[source]
+        reason: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -46,8 +47,8 @@ pub struct Origin {
 
 impl Origin {
     /// An [`DocumentError::Invalid`] at this origin.
-    pub fn invalid(&self, message: impl Into<String>) -> DocumentError {
-        DocumentError::Invalid { file: self.file.clone(), doc: self.doc, message: message.into() }
+    pub fn invalid(&self, reason: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> DocumentError {
+        DocumentError::Invalid { file: self.file.clone(), doc: self.doc, reason: reason.into() }
     }
 }
 

@@ -44,18 +44,24 @@ pub enum Operator {
     DoesNotExist,
 }
 
+/// A requirement whose values do not fit its operator: `In` and `NotIn`
+/// need values, `Exists` and `DoesNotExist` take none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("matchExpressions key {key:?}: {operator:?} {}", if matches!(operator, Operator::In | Operator::NotIn) { "needs values" } else { "takes no values" })]
+pub struct SelectorError {
+    /// The requirement's key.
+    pub key: String,
+    /// Its operator.
+    pub operator: Operator,
+}
+
 impl LabelSelector {
     /// Refuses selectors the API server would refuse.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SelectorError> {
         for r in &self.match_expressions {
-            match r.operator {
-                Operator::In | Operator::NotIn if r.values.is_empty() => {
-                    return Err(format!("matchExpressions key {:?}: {:?} needs values", r.key, r.operator));
-                }
-                Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
-                    return Err(format!("matchExpressions key {:?}: {:?} takes no values", r.key, r.operator));
-                }
-                _ => {}
+            let takes_values = matches!(r.operator, Operator::In | Operator::NotIn);
+            if takes_values == r.values.is_empty() {
+                return Err(SelectorError { key: r.key.clone(), operator: r.operator });
             }
         }
         Ok(())

@@ -3,8 +3,6 @@
 //! references normalise as the container runtime does, and label selectors
 //! match as Kubernetes' own selector implementation does.
 
-#![allow(clippy::unwrap_used)]
-
 use kube::core::{Selector, SelectorExt};
 use portcullis_admission::image;
 use portcullis_admission::patch;
@@ -137,7 +135,7 @@ fn as_kubernetes(selector: &LabelSelector) -> Selector {
         match_labels: Some(selector.match_labels.clone()),
         match_expressions: Some(expressions.collect()),
     };
-    Selector::try_from(selector).unwrap()
+    Selector::try_from(selector).expect("a selector the strategy made valid")
 }
 
 proptest! {

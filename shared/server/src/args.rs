@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use portcullis_certs_client::Settings;
+
 /// Where the webhook listens and how long it gives requests.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -49,7 +51,7 @@ pub struct ProbeArgs {
 pub struct TlsArgs {
     /// PEM certificate chain to serve (leaf first). Reloaded when it changes.
     /// Without it the server makes a self-signed certificate.
-    #[arg(long, env = "PORTCULLIS_TLS_CERT_FILE", requires = "tls_key_file")]
+    #[arg(long, env = "PORTCULLIS_TLS_CERT_FILE", requires = "tls_key_file", conflicts_with = "cert_manager_url")]
     pub tls_cert_file: Option<PathBuf>,
     /// PEM private key of the certificate (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "PORTCULLIS_TLS_KEY_FILE", requires = "tls_cert_file")]
@@ -63,10 +65,24 @@ pub struct TlsArgs {
     /// (localhost and 127.0.0.1 are always included).
     #[arg(long = "self-signed-san", env = "PORTCULLIS_SELF_SIGNED_SANS", value_delimiter = ',')]
     pub self_signed_sans: Vec<String>,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub cert_manager: CertManagerArgs,
+
+    /// How often certificate and key files are checked for changes.
+    #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub tls_reload_interval: Duration,
+}
+
+/// Where the cert-manager is and what to ask it for: the webhooks' and
+/// the cert-manager's `request` command's `--cert-manager-*` and `--cert-*`
+/// flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CertManagerArgs {
     /// Get the certificate from the Portcullis cert-manager at this URL
     /// (`https://host:port`) instead of files: a key made here, a CSR sent
     /// over gRPC, renewal at about two thirds of the lifetime.
-    #[arg(long, env = "PORTCULLIS_CERT_MANAGER_URL", conflicts_with = "tls_cert_file")]
+    #[arg(long, env = "PORTCULLIS_CERT_MANAGER_URL", requires_all = ["cert_manager_ca_file", "cert_manager_token_file"])]
     pub cert_manager_url: Option<String>,
     /// The CA certificates (PEM) to trust for the cert-manager's own
     /// certificate: its published CA bundle. Re-read for every request, so
@@ -93,31 +109,21 @@ pub struct TlsArgs {
     /// Requested certificate lifetime (0: the cert-manager's default).
     #[arg(long, env = "PORTCULLIS_CERT_LIFETIME", default_value = "0s", value_parser = parse_duration)]
     pub cert_lifetime: Duration,
-
-    /// How often certificate and key files are checked for changes.
-    #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
-    pub tls_reload_interval: Duration,
 }
 
-impl TlsArgs {
-    /// Certificates from the cert-manager at `url`, trusting `ca_file`,
-    /// authenticating with `token_file`, for `names`; every other setting
-    /// as the flags default it.
-    pub fn from_cert_manager(url: String, ca_file: PathBuf, token_file: PathBuf, names: &[&str]) -> Self {
-        Self {
-            tls_cert_file: None,
-            tls_key_file: None,
-            self_signed_ca_file: None,
-            self_signed_sans: Vec::new(),
-            cert_manager_url: Some(url),
-            cert_manager_ca_file: Some(ca_file),
-            cert_manager_token_file: Some(token_file),
-            cert_names: names.iter().map(|n| (*n).to_owned()).collect(),
-            cert_common_name: None,
-            cert_organizations: Vec::new(),
-            cert_lifetime: Duration::ZERO,
-            tls_reload_interval: Duration::from_secs(2),
-        }
+impl CertManagerArgs {
+    /// The client's settings; `None` without `--cert-manager-url` (its CA
+    /// and token files are required with it).
+    pub fn settings(&self) -> Option<Settings> {
+        Some(Settings {
+            url: self.cert_manager_url.clone()?,
+            ca_file: self.cert_manager_ca_file.clone()?,
+            token_file: self.cert_manager_token_file.clone()?,
+            names: self.cert_names.clone(),
+            common_name: self.cert_common_name.clone(),
+            organizations: self.cert_organizations.clone(),
+            lifetime: self.cert_lifetime,
+        })
     }
 }
 
@@ -139,19 +145,40 @@ pub struct ReloadArgs {
     pub interval: Duration,
 }
 
+/// Why a duration flag was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// No leading number.
+    #[error("{0:?} is not a duration like 10s or 500ms")]
+    NotANumber(String),
+    /// A unit other than ms, s, m, h, d.
+    #[error("{input:?}: unknown unit {unit:?} (use ms, s, m, h or d)")]
+    UnknownUnit {
+        /// The flag's value.
+        input: String,
+        /// The unit found.
+        unit: String,
+    },
+    /// More seconds than a `u64` holds.
+    #[error("{0:?} is too long")]
+    TooLong(String),
+}
+
 /// Parses `500ms`, `10s`, `5m`, `1h` or `7d`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a duration like 10s or 500ms"))?;
+    let n: u64 = number.parse().map_err(|_| DurationError::NotANumber(s.to_owned()))?;
+    let seconds =
+        |per: u64| n.checked_mul(per).map(Duration::from_secs).ok_or_else(|| DurationError::TooLong(s.to_owned()));
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        "d" => Ok(Duration::from_secs(n * 86_400)),
-        _ => Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m, h or d)")),
+        "" | "s" => seconds(1),
+        "m" => seconds(60),
+        "h" => seconds(3600),
+        "d" => seconds(86_400),
+        _ => Err(DurationError::UnknownUnit { input: s.to_owned(), unit: unit.to_owned() }),
     }
 }
 
@@ -164,7 +191,12 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("ten").is_err());
+        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber("ten".into())));
+        assert!(matches!(parse_duration("3w"), Err(DurationError::UnknownUnit { .. })));
+        assert_eq!(
+            parse_duration("18446744073709551615d"),
+            Err(DurationError::TooLong("18446744073709551615d".into()))
+        );
         assert_eq!(parse_duration("5d"), Ok(Duration::from_secs(5 * 86_400)));
         assert!(parse_duration("5w").is_err());
     }

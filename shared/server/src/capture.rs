@@ -9,7 +9,6 @@
 //! redaction and the write happen on a writer task, and when it falls behind
 //! requests are dropped from the capture, never delayed.
 
-use crate::error::error_chain;
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -19,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Bytes;
 use portcullis_admission::Request;
+use portcullis_telemetry::error_chain;
 use serde_json::Value;
 use tokio::sync::mpsc;
 

@@ -7,12 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use portcullis_certs_client::certified_key;
+use portcullis_telemetry::error_chain;
 use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::TlsArgs;
-use crate::error::error_chain;
-use crate::tls::{CertResolver, TlsError, certified_key};
+use crate::tls::{CertResolver, TlsError};
 use crate::watch;
 
 /// Starts serving from the configured source: the certificate files
@@ -25,9 +26,9 @@ pub fn resolver_from_args(
     shutdown: CancellationToken,
 ) -> Result<Arc<CertResolver>, TlsError> {
     let resolver = Arc::new(CertResolver::with_expiry_gauge(expiry));
-    if let Some(url) = &args.cert_manager_url {
-        tracing::info!(%url, names = ?args.cert_names, "getting the serving certificate from the cert-manager; not ready until it arrives");
-        crate::cert_manager::spawn(args.clone(), resolver.clone(), shutdown);
+    if let Some(settings) = args.cert_manager.settings() {
+        tracing::info!(url = %settings.url, names = ?settings.names, "getting the serving certificate from the cert-manager; not ready until it arrives");
+        crate::cert_manager::spawn(settings, resolver.clone(), shutdown);
         return Ok(resolver);
     }
     match (&args.tls_cert_file, &args.tls_key_file) {

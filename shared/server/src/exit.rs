@@ -16,6 +16,13 @@ pub enum Answer {
     No,
 }
 
+/// A command that returns nothing did its work.
+impl From<()> for Answer {
+    fn from((): ()) -> Self {
+        Self::Yes
+    }
+}
+
 impl From<bool> for Answer {
     fn from(yes: bool) -> Self {
         if yes { Self::Yes } else { Self::No }

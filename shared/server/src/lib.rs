@@ -23,7 +23,6 @@ pub mod capture;
 pub mod cert_manager;
 pub mod certificates;
 pub mod current;
-pub mod error;
 pub mod exit;
 pub mod input;
 pub mod metrics;

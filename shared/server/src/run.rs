@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use portcullis_telemetry::error_chain;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -12,7 +13,6 @@ use crate::admin::{self, ReadyCheck};
 use crate::args::ServeArgs;
 use crate::capture::Capture;
 use crate::certificates::resolver_from_args;
-use crate::error::error_chain;
 use crate::metrics::{Metrics, WebhookMetrics};
 use crate::serve::{Limits, serve_tls};
 use crate::tls::{TlsError, server_config};

@@ -3,7 +3,6 @@
 //! keep-alive connections so the API server does not reuse a dying pod's;
 //! and the same TLS accepting as a stream of connections, for gRPC.
 
-use crate::error::error_chain;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use portcullis_telemetry::error_chain;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;

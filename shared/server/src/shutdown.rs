@@ -1,6 +1,6 @@
 //! The one shutdown signal every server and background task follows.
 
-use crate::error::error_chain;
+use portcullis_telemetry::error_chain;
 use tokio_util::sync::CancellationToken;
 
 /// A token cancelled on the first SIGTERM or SIGINT.

@@ -1,26 +1,21 @@
-//! Serving certificates: a resolver that can be swapped while serving, the
-//! certified key built from PEM, and the rustls server configuration. Where
-//! the certificate comes from is [`crate::certificates`].
+//! Serving certificates: a resolver that can be swapped while serving, and
+//! the rustls server configuration. Where the certificate comes from is
+//! [`crate::certificates`]; a chain and key become a served key through
+//! [`portcullis_certs_client::certified_key`].
 
 use std::sync::{Arc, RwLock};
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use portcullis_certs_client::PemError;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    /// The certificate PEM has no certificate or does not parse.
-    #[error("no usable certificate in {0}")]
-    Certificate(String, #[source] rustls_pki_types::pem::Error),
-    /// The key PEM has no private key or does not parse.
-    #[error("no usable private key in {0}")]
-    Key(String, #[source] rustls_pki_types::pem::Error),
-    /// The key is of an unsupported type, or does not match the certificate.
-    #[error("certificate and key do not form a usable pair")]
-    Pair(#[source] rustls::Error),
+    /// The chain or key does not parse, or they do not belong together.
+    #[error(transparent)]
+    Pem(#[from] PemError),
     /// A self-signed certificate could not be made.
     #[error("cannot make a self-signed certificate")]
     SelfSigned(#[source] rcgen::Error),
@@ -87,17 +82,4 @@ pub fn server_config(resolver: Arc<CertResolver>, alpn: &[u8]) -> Arc<rustls::Se
         });
     config.alpn_protocols = vec![alpn.to_vec()];
     Arc::new(config)
-}
-
-/// Builds a certified key from PEM bytes, checking that key and leaf match.
-pub fn certified_key(cert_pem: &[u8], key_pem: &[u8], source: &str) -> Result<Arc<CertifiedKey>, TlsError> {
-    let certs = CertificateDer::pem_slice_iter(cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::Certificate(source.to_owned(), e))?;
-    if certs.is_empty() {
-        return Err(TlsError::Certificate(source.to_owned(), rustls_pki_types::pem::Error::NoItemsFound));
-    }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Key(source.to_owned(), e))?;
-    let provider = rustls::crypto::ring::default_provider();
-    CertifiedKey::from_der(certs, key, &provider).map(Arc::new).map_err(TlsError::Pair)
 }

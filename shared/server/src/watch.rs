@@ -6,10 +6,10 @@
 //! interval, so it is the only mechanism here (controller-runtime's
 //! certwatcher falls back to the same).
 
-use crate::error::error_chain;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use portcullis_telemetry::error_chain;
 use tokio_util::sync::CancellationToken;
 
 /// The contents of a set of files: `(path, bytes)` in a stable order.

@@ -1,7 +1,6 @@
 //! The webhook handler: owns the AdmissionReview protocol, the admission
 //! span and the metrics, and hands the decision to a pure function.
 
-use crate::error::error_chain;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use portcullis_admission::{Decision, Request, decode, encode};
+use portcullis_telemetry::error_chain;
 use tower_http::timeout::TimeoutLayer;
 use tracing::Instrument as _;
 use tracing::field::Empty;

@@ -93,6 +93,20 @@ pub fn init(service_name: &'static str, args: &LogArgs) -> Result<Telemetry, Tel
     Ok(telemetry)
 }
 
+/// Runs `work` (a long-running command) with telemetry set up for
+/// `service_name` by [`init`], and flushes the pending spans when it ends,
+/// however it ends.
+pub async fn traced<T, E: From<TelemetryError>>(
+    service_name: &'static str,
+    args: &LogArgs,
+    work: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let telemetry = init(service_name, args)?;
+    let result = work.await;
+    telemetry.shutdown();
+    result
+}
+
 /// The subscriber [`init`] installs, without installing it (benchmarks and
 /// tests scope it with `tracing::subscriber::with_default`).
 pub fn subscriber(
@@ -210,4 +224,16 @@ pub fn inject_context(headers: &mut http::HeaderMap) {
     opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.inject_context(&context, &mut opentelemetry_http::HeaderInjector(headers));
     });
+}
+
+/// `err` and its sources, `: `-separated, for one log line.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

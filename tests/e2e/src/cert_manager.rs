@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use portcullis_test_support::http;
+
+use crate::cleanup::Cleanup;
 use crate::{Cluster, Process, binaries, eventually, ok, repo};
 
 /// The cert-manager's namespace, as in `deploy/`.
@@ -98,11 +101,7 @@ impl Setup {
         let (process, addrs) = Process::spawn_reporting(command, &["webhook", "admin"], true);
         let (addr, admin) = (addrs[0], addrs[1]);
         let ready = format!("http://{admin}/readyz");
-        eventually("the injector has its certificate", Duration::from_secs(40), || {
-            let out = Command::new("curl").args(["-fsS", &ready]).output().ok()?;
-            out.status.success().then_some(())
-        })
-        .await;
+        eventually("the injector has its certificate", Duration::from_secs(40), || http::get_ok(&ready)).await;
         Injector { process, addr, admin }
     }
 }
@@ -142,17 +141,19 @@ pub struct Injector {
 }
 
 impl Injector {
-    /// A MutatingWebhookConfiguration `name` labelled for the caBundle
-    /// controller (no caBundle of its own), failing closed, for pods created
-    /// in namespaces labelled `e2e.portcullis.dev/case=<case>`.
-    pub fn registration(&self, name: &str, case: &str) -> String {
-        format!(
+    /// Registers a MutatingWebhookConfiguration `name` labelled for the
+    /// caBundle controller (no caBundle of its own), failing closed, for pods
+    /// created in namespaces labelled `e2e.portcullis.dev/case=<case>`;
+    /// removed when the returned cleanup is dropped.
+    pub fn register(&self, name: &str, case: &str) -> Cleanup {
+        let manifest = format!(
             "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: {name}\n  labels: {{portcullis.dev/inject-ca: \"true\"}}\n\
              webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
              \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: {case}}}}}\n\
              \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
             self.addr.port()
-        )
+        );
+        Cleanup::apply("mutatingwebhookconfiguration", name, &manifest)
     }
 
     /// Whether the certificate it serves now verifies against `ca_pem` only.

@@ -7,7 +7,8 @@
 //! started, the suite fails with the script's output; it never skips.
 
 #![forbid(unsafe_code)]
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+// A harness panics to fail the test that called it, so it may unwrap.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 
 pub mod audit;
 pub mod cert_manager;
+pub mod cleanup;
 pub mod webhook;
 
 /// The repository root.
@@ -99,21 +101,9 @@ impl Cluster {
 
     /// kubectl with the given kubeconfig.
     pub fn kubectl_as(&self, kubeconfig: &str, args: &[&str], stdin: Option<&str>) -> Output {
-        use std::io::Write as _;
-        let mut child = Command::new(Path::new(self.var("PORTCULLIS_CP_BIN")).join("kubectl"))
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        drop(child.stdin.take());
-        child.wait_with_output().unwrap()
+        let mut kubectl = Command::new(Path::new(self.var("PORTCULLIS_CP_BIN")).join("kubectl"));
+        kubectl.arg("--kubeconfig").arg(kubeconfig).args(args);
+        portcullis_test_support::process::run_with_stdin(&mut kubectl, stdin).unwrap()
     }
 
     /// A kube-rs client as the admin.
@@ -237,12 +227,7 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() ->
 /// A counter or gauge (`name` with its labels, as exposed) from the
 /// `/metrics` of the admin port at `admin`; 0 when absent.
 pub fn metric(admin: SocketAddr, name: &str) -> f64 {
-    let out = Command::new("curl").args(["-fsS", &format!("http://{admin}/metrics")]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_default()
+    portcullis_test_support::http::metric(admin, name).unwrap_or_default()
 }
 
 /// The text a base64 field holds (a Secret's data, a caBundle).
@@ -260,8 +245,8 @@ pub fn jaeger_traces(query: &str) -> Vec<serde_json::Value> {
 /// Traces from the Jaeger whose query API is at `base` (a pod's, Compose's).
 pub fn jaeger_traces_at(base: &str, query: &str) -> Vec<serde_json::Value> {
     let url = format!("{base}/api/traces?{query}");
-    let Ok(out) = Command::new("curl").args(["-fsS", &url]).output() else { return Vec::new() };
-    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let Some(text) = portcullis_test_support::http::get_ok(&url) else { return Vec::new() };
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     body["data"].as_array().cloned().unwrap_or_default()
 }
 

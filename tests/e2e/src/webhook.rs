@@ -6,8 +6,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use portcullis_test_support::http;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 
+use crate::cleanup::Cleanup;
 use crate::{Process, binaries};
 
 /// A CA and a serving certificate for 127.0.0.1 signed by it.
@@ -145,12 +147,7 @@ impl Webhook {
         self.process = Some(process);
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let ready = std::net::TcpStream::connect(self.admin).is_ok()
-                && Command::new("curl")
-                    .args(["-fsS", &format!("http://{}/readyz", self.admin)])
-                    .output()
-                    .is_ok_and(|o| o.status.success());
-            if ready {
+            if http::get_ok(&format!("http://{}/readyz", self.admin)).is_some() {
                 return;
             }
             assert!(Instant::now() < deadline, "{binary} not ready");
@@ -210,8 +207,9 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// Creates or replaces the configuration.
-    pub async fn apply(&self, client: &kube::Client) {
+    /// Creates or replaces the configuration; it is deleted when the
+    /// returned cleanup is dropped.
+    pub async fn apply(&self, client: &kube::Client) -> Cleanup {
         use base64::Engine as _;
         let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&self.ca_bundle);
         let rule = |groups: &[&str], resources: &[&str], operations: &[&str]| serde_json::json!({"apiGroups": groups, "apiVersions": ["v1"], "operations": operations, "resources": resources, "scope": "Namespaced"});
@@ -262,11 +260,11 @@ impl Registration {
         let _ = api.delete(&self.name, &DeleteParams::default()).await;
         let object: DynamicObject = serde_json::from_value(config).unwrap();
         api.create(&PostParams::default(), &object).await.unwrap();
-    }
-
-    /// Deletes the configuration.
-    pub async fn delete(&self, client: &kube::Client) {
-        let _ = self.api(client).delete(&self.name, &DeleteParams::default()).await;
+        let resource = match self.kind {
+            Kind::Injector => "mutatingwebhookconfiguration",
+            Kind::Validator => "validatingwebhookconfiguration",
+        };
+        Cleanup::of(resource, &self.name)
     }
 
     fn api(&self, client: &kube::Client) -> Api<DynamicObject> {

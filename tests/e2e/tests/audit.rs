@@ -6,13 +6,12 @@
 //! and takes over, the pass is a span in Jaeger, and memory stays bounded
 //! with 10,000 objects.
 
-#![allow(clippy::unwrap_used)]
-
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use portcullis_e2e::audit::{install_reports as install, start as audit};
 use portcullis_e2e::{binaries, cluster, eventually, jaeger_traces, metric, ok, repo, spans_of, unique};
+use portcullis_test_support::process;
 use serde_json::Value;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -25,7 +24,7 @@ fn get_report(namespace: Option<&str>) -> Option<Value> {
     };
     args.extend(["-o", "json"]);
     let out = cluster().kubectl(&args);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).unwrap())
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("JSON of the expected shape"))
 }
 
 /// The result of `policy` for the object named `name`.
@@ -43,7 +42,8 @@ fn lease_holder(lease: &str) -> String {
 }
 
 fn policies(ns: &str) -> String {
-    let base = std::fs::read_to_string(repo().join("deploy/base/config/validator.yaml")).unwrap();
+    let base = std::fs::read_to_string(repo().join("deploy/base/config/validator.yaml"))
+        .expect("reading a file of the repository");
     let extra = r#"
 ---
 apiVersion: portcullis.dev/v1alpha1
@@ -231,10 +231,8 @@ async fn existing_objects_are_reported_like_admission_and_kept_current() {
 }
 
 fn run_with_stdin(mut command: Command, stdin: &str) -> String {
-    use std::io::Write as _;
-    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    let out = process::run_with_stdin(&mut command, Some(stdin)).expect("running a command");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
 /// Resident memory stays bounded on a large cluster: the audit keeps

@@ -3,8 +3,6 @@
 //! files 0600), replayed offline with the same decision; and an injection
 //! captured and replayed with the same patch.
 
-#![allow(clippy::unwrap_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +10,7 @@ use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
 use portcullis_e2e::{binaries, cluster, decode_base64, eventually, ok, repo, spans_of, unique};
+use portcullis_test_support::http;
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -39,8 +38,8 @@ fn captured(dir: &Path, kind: &str) -> Vec<(PathBuf, Value)> {
 
 /// The trace id in a capture's file name, `<ms>-<trace id>-<uid>.json`.
 fn trace_id(path: &Path) -> String {
-    let name = path.file_name().unwrap().to_str().unwrap();
-    name.split('-').nth(1).unwrap().to_owned()
+    let name = path.file_name().expect("the expected format").to_str().expect("a UTF-8 path");
+    name.split('-').nth(1).expect("the expected format").to_owned()
 }
 
 #[tokio::test]
@@ -56,7 +55,7 @@ async fn a_denial_is_captured_redacted_traced_and_replayed_with_the_same_decisio
     let ns = unique("capture");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
     let registration = validator.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
 
     // 1. The denial, as kubectl shows it.
     let denial = eventually("the webhook denies", WAIT, || {
@@ -91,8 +90,7 @@ async fn a_denial_is_captured_redacted_traced_and_replayed_with_the_same_decisio
     assert_eq!(trace.len(), 32, "a W3C trace id in {}", file.display());
     let url = format!("{}/api/traces/{trace}", cluster().var("PORTCULLIS_JAEGER_QUERY"));
     eventually("the captured request's trace in Jaeger", WAIT, || {
-        let out = Command::new("curl").args(["-fsS", &url]).output().ok()?;
-        let body: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let body: Value = serde_json::from_str(&http::get_ok(&url)?).ok()?;
         let spans = spans_of(body["data"].get(0)?);
         spans
             .iter()
@@ -113,7 +111,6 @@ async fn a_denial_is_captured_redacted_traced_and_replayed_with_the_same_decisio
     let printed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "denied offline too: {printed}");
     assert!(printed.contains("DENIED") && printed.contains(&reason), "{printed}");
-    registration.delete(&client).await;
 }
 
 #[tokio::test]
@@ -126,7 +123,7 @@ async fn an_injection_is_captured_and_replayed_with_the_same_patch() {
     let ns = unique("capture-inject");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns), ("portcullis.dev/inject", "enabled")]).await;
     let registration = injector.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
 
     let pod = eventually("a pod created with its sidecar", WAIT, || {
         let _ = cluster().kubectl(&["run", "app", "-n", &ns, "--image", "nginx:1.27"]);
@@ -165,5 +162,4 @@ async fn an_injection_is_captured_and_replayed_with_the_same_patch() {
         mutated["metadata"]["annotations"]["portcullis.dev/status"],
         pod["metadata"]["annotations"]["portcullis.dev/status"]
     );
-    registration.delete(&client).await;
 }

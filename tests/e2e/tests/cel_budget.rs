@@ -5,8 +5,6 @@
 //! move, and an ordinary request is answered at once while fifty costly
 //! ones run.
 
-#![allow(clippy::unwrap_used)]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -41,8 +39,14 @@ fn review(entries: usize) -> Value {
 }
 
 fn threads(pid: u32) -> usize {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap()
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reading or writing a test file");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .expect("the expected format")
+        .trim()
+        .parse()
+        .expect("a number")
 }
 
 async fn metric(client: &reqwest::Client, admin: std::net::SocketAddr, series: &str) -> Option<f64> {

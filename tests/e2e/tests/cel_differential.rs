@@ -13,8 +13,6 @@
 //! selector, found or not) are compared the same way, the parameter
 //! objects stored in the cluster and given to `check` with `--params`.
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -210,7 +208,7 @@ const PARAM_CASES: &[ParamCase] = &[
 /// `policy` (either form) with `paramKind: ConfigMap` and `param_ref`:
 /// ValidatingAdmissionPolicy keeps the reference on its binding.
 fn with_params(mut policy: Value, param_ref: &str) -> Value {
-    let param_ref: Value = serde_json::from_str(param_ref).unwrap();
+    let param_ref: Value = serde_json::from_str(param_ref).expect("JSON of the expected shape");
     let param_kind = json!({"apiVersion": "v1", "kind": "ConfigMap"});
     if policy["kind"] == "List" {
         policy["items"][0]["spec"]["paramKind"] = param_kind;
@@ -406,7 +404,7 @@ fn verdict<T>(result: Result<T, kube::Error>) -> Verdict {
 
 /// The API server's verdict on creating `cm` in `ns` (server-side dry run).
 async fn api_server(api: &Api<ConfigMap>, cm: &Value) -> Verdict {
-    let cm: ConfigMap = serde_json::from_value(cm.clone()).unwrap();
+    let cm: ConfigMap = serde_json::from_value(cm.clone()).expect("JSON of the expected shape");
     verdict(api.create(&PostParams { dry_run: true, ..Default::default() }, &cm).await)
 }
 
@@ -457,19 +455,27 @@ fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<
 /// Runs `check` with `policy` over `items`, `params` given as parameter
 /// objects.
 fn check(name: &str, policy: &Value, ns: &str, items: Vec<Value>, params: Vec<Value>) -> BTreeMap<String, Verdict> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("a temporary directory");
     let policy_file = dir.path().join("policy.json");
-    std::fs::write(&policy_file, policy.to_string()).unwrap();
+    std::fs::write(&policy_file, policy.to_string()).expect("writing test files");
     let manifests = dir.path().join("objects.json");
-    std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
+    std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string())
+        .expect("reading or writing a test file");
     let mut command = Command::new(binaries().join("portcullis-validator"));
-    command.args(["check", "--policy", policy_file.to_str().unwrap(), "-f", manifests.to_str().unwrap()]);
+    command.args([
+        "check",
+        "--policy",
+        policy_file.to_str().expect("a UTF-8 path"),
+        "-f",
+        manifests.to_str().expect("a UTF-8 path"),
+    ]);
     if !params.is_empty() {
         let params_file = dir.path().join("params.json");
-        std::fs::write(&params_file, json!({"apiVersion": "v1", "kind": "List", "items": params}).to_string()).unwrap();
-        command.args(["--params", params_file.to_str().unwrap()]);
+        std::fs::write(&params_file, json!({"apiVersion": "v1", "kind": "List", "items": params}).to_string())
+            .expect("reading or writing a test file");
+        command.args(["--params", params_file.to_str().expect("a UTF-8 path")]);
     }
-    let out = command.output().unwrap();
+    let out = command.output().expect("running a command");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code().is_some_and(|c| c <= 1) && stderr.is_empty(), "check failed: {stderr}\n{stdout}");
@@ -477,7 +483,7 @@ fn check(name: &str, policy: &Value, ns: &str, items: Vec<Value>, params: Vec<Va
     let mut current: Option<String> = None;
     for line in stdout.lines() {
         if let Some(rest) = line.strip_prefix(&format!("ConfigMap {ns}/")) {
-            let (object, verdict) = rest.split_once(": ").unwrap();
+            let (object, verdict) = rest.split_once(": ").expect("the expected format");
             verdicts.insert(object.to_owned(), Verdict::Allowed);
             current = (verdict == "DENIED").then(|| object.to_owned());
         } else if let (Some(object), Some(finding)) = (&current, line.strip_prefix(&format!("  deny: [{name}] "))) {

@@ -3,12 +3,11 @@
 //! to clients that trust only the cert-manager's CA, and serving on when
 //! the cert-manager goes away.
 
-#![allow(clippy::unwrap_used)]
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use portcullis_e2e::{Process, binaries, cluster, eventually, jaeger_traces, repo, spans_of};
+use portcullis_test_support::http;
 
 #[tokio::test]
 async fn the_injector_serves_a_certificate_from_the_cert_manager() {
@@ -65,18 +64,12 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
         .stderr(Stdio::null());
     let (injector_process, addrs) = Process::spawn_reporting(injector, &["webhook", "admin"], false);
     let (hook, admin) = (addrs[0], addrs[1]);
-    let ready = || {
-        Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("http://{admin}/readyz")])
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    };
-    let status = eventually("the admin port answers", Duration::from_secs(10), || ready().filter(|s| s != "000")).await;
-    assert_eq!(status, "503", "not ready without a certificate");
+    let ready = || http::get(&format!("http://{admin}/readyz")).map(|answer| answer.status);
+    let status = eventually("the admin port answers", Duration::from_secs(10), ready).await;
+    assert_eq!(status, 503, "not ready without a certificate");
 
     let (cm, _) = cert_manager(&cm_addr, &cm_admin);
-    eventually("ready once the certificate arrives", Duration::from_secs(20), || ready().filter(|s| s == "200")).await;
+    eventually("ready once the certificate arrives", Duration::from_secs(20), || ready().filter(|s| *s == 200)).await;
     let ca = reqwest::Certificate::from_pem(&std::fs::read(dir.path().join("ca.crt")).unwrap()).unwrap();
     let client = reqwest::Client::builder().tls_built_in_root_certs(false).add_root_certificate(ca).build().unwrap();
     let body = std::fs::read(repo().join("services/injector/tests/data/pod-v1.json")).unwrap();
@@ -123,14 +116,11 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
         .unwrap();
     let response = fresh.post(format!("https://127.0.0.1:{}/mutate", hook.port())).body(body).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(ready().as_deref(), Some("200"));
+    assert_eq!(ready(), Some(200));
 
     // Back again: the webhook's retries (with backoff) get the renewal.
     let _back = cert_manager(&cm_addr, &cm_admin);
-    let issued = || {
-        let out = Command::new("curl").args(["-fsS", &format!("http://{cm_admin}/metrics")]).output().ok()?;
-        String::from_utf8_lossy(&out.stdout).contains("portcullis_certs_issued_total 1").then_some(())
-    };
+    let issued = || (http::metric(cm_admin.parse().ok()?, "portcullis_certs_issued_total")? >= 1.0).then_some(());
     eventually("the failed renewal is retried once the cert-manager is back", Duration::from_secs(40), issued).await;
 }
 
@@ -140,10 +130,9 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
 /// the CA it keeps in a Secret, and cleaned up.
 #[tokio::test]
 async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
+    use portcullis_certs_client::{IssueError, Settings, issue};
     use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
     use portcullis_e2e::ok;
-    use portcullis_server::args::TlsArgs;
-    use portcullis_server::cert_manager::{IssueError, issue};
 
     let cluster = cluster();
     // The cert-manager runs as its ServiceAccount with exactly the RBAC
@@ -157,7 +146,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     std::fs::write(setup.path("wrong-token"), wrong.trim()).unwrap();
     let primary = setup.start(cluster, "replica-one", &[]).await;
     let args = |token_file: &str, names: &[&str]| {
-        TlsArgs::from_cert_manager(primary.url(), setup.path("ca.crt"), setup.path(token_file), names)
+        Settings::new(primary.url(), setup.path("ca.crt"), setup.path(token_file), names)
     };
 
     let issued = issue(&args("token", &[&format!("webhook.{ns}.svc"), "127.0.0.1"])).await.unwrap();
@@ -233,8 +222,7 @@ async fn kubernetes_mode_issues_through_a_real_certificate_signing_request() {
     // (SIGHUP forces it) under a loop of creates: zero failed creates.
     ok(cluster.kubectl(&["create", "namespace", "renewal"]));
     ok(cluster.kubectl(&["label", "namespace", "renewal", "e2e.portcullis.dev/case=renewal"]));
-    let mutating = injector.registration("portcullis-injector", "renewal");
-    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &mutating));
+    let _registered = injector.register("portcullis-injector", "renewal");
     let dry_run = || {
         let out =
             cluster.kubectl(&["run", "probe", "--image=nginx", "-n", "renewal", "--dry-run=server", "-o", "json"]);

@@ -5,8 +5,6 @@
 //! published CA, the traces are in Jaeger, and `docker compose down -v`
 //! leaves nothing behind.
 
-#![allow(clippy::unwrap_used)]
-
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -17,7 +15,7 @@ const PROJECT: &str = "portcullis";
 const SERVICES: [&str; 3] = ["injector", "validator", "cert-manager"];
 
 fn docker(args: &[&str]) -> Output {
-    Command::new("docker").args(args).env("DOCKER_BUILDKIT", "0").output().unwrap()
+    Command::new("docker").args(args).env("DOCKER_BUILDKIT", "0").output().expect("running a command")
 }
 
 /// `docker compose` in the repository, as the README runs it; `down -v`
@@ -32,13 +30,14 @@ impl Compose {
         // As the README makes them: 24 random bytes in hex, one file each
         // (PORTCULLIS_SECRETS_DIR instead of ./.secrets, to leave the
         // checkout alone).
-        let secrets = tempfile::tempdir().unwrap();
+        let secrets = tempfile::tempdir().expect("a temporary directory");
         for service in ["injector", "validator"] {
-            let token = ok(Command::new("openssl").args(["rand", "-hex", "24"]).output().unwrap());
+            let token = ok(Command::new("openssl").args(["rand", "-hex", "24"]).output().expect("running a command"));
             let file = secrets.path().join(format!("{service}-token"));
-            std::fs::write(&file, token).unwrap();
+            std::fs::write(&file, token).expect("writing test files");
             // Bind-mounted as they are: readable by the containers' user.
-            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                .expect("writing test files");
         }
         let env = vec![
             ("PORTCULLIS_SECRETS_DIR".to_owned(), secrets.path().display().to_string()),
@@ -58,7 +57,7 @@ impl Compose {
             .args(args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .output()
-            .unwrap()
+            .expect("running a command")
     }
 }
 
@@ -69,7 +68,7 @@ impl Drop for Compose {
 }
 
 fn daemon() {
-    ok(Command::new(repo().join("scripts/docker-daemon.sh")).output().unwrap());
+    ok(Command::new(repo().join("scripts/docker-daemon.sh")).output().expect("running a command"));
 }
 
 #[test]

@@ -4,13 +4,11 @@
 //! what their failure policies say; and the service accounts can do what
 //! they need and nothing they must not.
 
-#![allow(clippy::unwrap_used)]
-
 use portcullis_e2e::{cluster, err, ok, render_with_component, repo};
 
 fn render(overlay: &str) -> String {
     let dir = repo().join("deploy/overlays").join(overlay);
-    ok(cluster().kubectl(&["kustomize", dir.to_str().unwrap()]))
+    ok(cluster().kubectl(&["kustomize", dir.to_str().expect("a UTF-8 path")]))
 }
 
 fn can_i(service_account: &str, verb: &str, resource: &str) -> bool {

@@ -1,11 +1,10 @@
 //! The injector behind a real kube-apiserver: what a user sees with kubectl.
 
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use portcullis_e2e::cleanup::Cleanup;
 use portcullis_e2e::webhook::{Kind, Pki, Registration, Webhook, namespace};
 use portcullis_e2e::{cluster, err, eventually, ok, repo, unique};
 use serde_json::Value;
@@ -24,7 +23,7 @@ fn dry_run(ns: &str, name: &str) -> Result<Value, String> {
     let out = cluster()
         .kubectl_stdin(&["create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-"], &manifest(name, ""));
     if out.status.success() {
-        Ok(serde_json::from_slice(&out.stdout).unwrap())
+        Ok(serde_json::from_slice(&out.stdout).expect("JSON of the expected shape"))
     } else {
         Err(String::from_utf8_lossy(&out.stderr).into_owned())
     }
@@ -46,10 +45,10 @@ async fn register(
     case: &str,
     ca: &str,
     policy: &'static str,
-) -> Registration {
+) -> (Registration, Cleanup) {
     let registration = Registration { ca_bundle: ca.to_owned(), ..injector.registration(case, policy) };
-    registration.apply(client).await;
-    registration
+    let registered = registration.apply(client).await;
+    (registration, registered)
 }
 
 #[tokio::test]
@@ -57,7 +56,7 @@ async fn pods_in_opted_in_namespaces_come_back_injected() {
     let client = cluster().client().await;
     let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
     let ns = opted_in(&client, &unique("inject")).await;
-    let registration = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
+    let (_, _registered) = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
 
     // kubectl apply: the stored pod has the sidecar, rewrites, defaults, status.
@@ -117,7 +116,6 @@ async fn pods_in_opted_in_namespaces_come_back_injected() {
     ok(cluster().kubectl_stdin(&["create", "-n", &plain, "-f", "-"], &manifest("web", "")));
     let untouched: Pod = Api::namespaced(client.clone(), &plain).get("web").await.unwrap();
     assert_eq!(untouched.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.27"));
-    registration.delete(&client).await;
 }
 
 #[tokio::test]
@@ -127,20 +125,19 @@ async fn the_api_server_checks_the_webhook_certificate_against_ca_bundle() {
     let ns = opted_in(&client, &unique("cabundle")).await;
     let wrong_ca = Pki::new().ca;
 
-    let registration = register(&client, &injector, &ns, &wrong_ca, "Fail").await;
+    let (registration, _registered) = register(&client, &injector, &ns, &wrong_ca, "Fail").await;
     let message = eventually("creation refused under Fail", WAIT, || dry_run(&ns, "probe").err()).await;
     assert!(message.contains("failed calling webhook"), "{message}");
     assert!(message.contains("x509") || message.contains("certificate"), "{message}");
 
     let registration = Registration { failure_policy: "Ignore", ..registration };
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     let pod = eventually("admitted untouched under Ignore", WAIT, || dry_run(&ns, "probe").ok()).await;
     assert!(!injected(&pod), "a webhook with an untrusted certificate must not have been used");
 
     let registration = Registration { ca_bundle: injector.pki.ca.clone(), ..registration };
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     eventually("used once the caBundle is right", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
-    registration.delete(&client).await;
 }
 
 #[tokio::test]
@@ -148,7 +145,7 @@ async fn a_webhook_that_is_down_fails_closed_or_open_and_is_used_again_when_back
     let client = cluster().client().await;
     let mut injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
     let ns = opted_in(&client, &unique("down")).await;
-    let registration = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
+    let (registration, _registered) = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
 
     injector.stop();
@@ -157,11 +154,10 @@ async fn a_webhook_that_is_down_fails_closed_or_open_and_is_used_again_when_back
     assert!(message.contains("connection refused"), "{message}");
 
     let registration = Registration { failure_policy: "Ignore", ..registration };
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     let pod = eventually("admitted under Ignore", WAIT, || dry_run(&ns, "probe").ok()).await;
     assert!(!injected(&pod));
 
     injector.resume().await;
     eventually("used again once back", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
-    registration.delete(&client).await;
 }

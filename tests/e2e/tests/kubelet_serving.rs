@@ -3,14 +3,11 @@
 //! kube-controller-manager signs it with the cluster's signing CA. The
 //! cert-manager runs under deploy's RBAC plus the kubelet-serving component.
 
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
+use portcullis_certs_client::{IssueError, Settings, issue};
 use portcullis_e2e::cert_manager::{NAMESPACE, Setup};
 use portcullis_e2e::{cluster, eventually, ok, repo};
-use portcullis_server::args::TlsArgs;
-use portcullis_server::cert_manager::{IssueError, issue};
 
 #[tokio::test]
 async fn a_webhook_gets_a_kubelet_serving_certificate_signed_by_kube_controller_manager() {
@@ -36,8 +33,7 @@ async fn a_webhook_gets_a_kubelet_serving_certificate_signed_by_kube_controller_
 
     // Without the subject that signer requires, kube-controller-manager
     // refuses the CSR, and the webhook is told why.
-    let plain =
-        TlsArgs::from_cert_manager(cert_manager.url(), setup.path("ca.crt"), setup.path("token"), &["127.0.0.1"]);
+    let plain = Settings::new(cert_manager.url(), setup.path("ca.crt"), setup.path("token"), &["127.0.0.1"]);
     match issue(&plain).await {
         Err(IssueError::Refused { code, message }) => {
             assert_eq!(code, tonic::Code::FailedPrecondition, "{message}");
@@ -46,7 +42,7 @@ async fn a_webhook_gets_a_kubelet_serving_certificate_signed_by_kube_controller_
         other => panic!("expected a refusal, got {other:?}"),
     }
     // A subject the configuration does not grant is refused before any CSR.
-    let other_node = TlsArgs { cert_common_name: Some("system:node:worker-1".into()), ..plain.clone() };
+    let other_node = Settings { common_name: Some("system:node:worker-1".into()), ..plain.clone() };
     match issue(&other_node).await {
         Err(IssueError::Refused { code, message }) => {
             assert_eq!(code, tonic::Code::PermissionDenied);
@@ -61,7 +57,7 @@ async fn a_webhook_gets_a_kubelet_serving_certificate_signed_by_kube_controller_
     assert!(injector.serves_a_certificate_of(&cluster_ca).await, "signed by kube-controller-manager's CA");
     ok(cluster.kubectl(&["create", "namespace", "kubelet-serving"]));
     ok(cluster.kubectl(&["label", "namespace", "kubelet-serving", "e2e.portcullis.dev/case=kubelet-serving"]));
-    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &injector.registration("portcullis-injector", "kubelet-serving")));
+    let _registered = injector.register("portcullis-injector", "kubelet-serving");
     let created = || {
         let out = cluster.kubectl(&["run", "web", "--image=nginx", "-n", "kubelet-serving", "-o", "json"]);
         String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())

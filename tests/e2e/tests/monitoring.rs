@@ -5,8 +5,6 @@
 //! dashboard panel queries is among what it scraped (a query naming a metric
 //! that no service exports fails here).
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeSet;
 use std::io::BufRead as _;
 use std::net::SocketAddr;
@@ -17,7 +15,7 @@ use std::time::Duration;
 use portcullis_e2e::cert_manager::Setup;
 use portcullis_e2e::webhook::{Kind, Webhook};
 use portcullis_e2e::{Process, cluster, eventually, metric, ok, render_with_component, repo, unique};
-use portcullis_server::TlsArgs;
+use portcullis_test_support::http;
 use serde_json::{Value, json};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -35,15 +33,16 @@ fn tool(name: &str) -> PathBuf {
 
 /// The PrometheusRule's `.spec`: a Prometheus rule file.
 fn rule_file(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(component("prometheusrule.yaml")).unwrap();
-    let rule: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let text = std::fs::read_to_string(component("prometheusrule.yaml")).expect("reading a file of the repository");
+    let rule: serde_yaml::Value = serde_yaml::from_str(&text).expect("YAML of the expected shape");
     let path = dir.join("portcullis.rules.yml");
-    std::fs::write(&path, serde_yaml::to_string(&rule["spec"]).unwrap()).unwrap();
+    std::fs::write(&path, serde_yaml::to_string(&rule["spec"]).expect("writing test files"))
+        .expect("writing test files");
     path
 }
 
 fn run(command: &mut Command) -> String {
-    let out = command.output().unwrap();
+    let out = command.output().expect("running a command");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{command:?} failed:\n{text}");
     text
@@ -77,18 +76,22 @@ fn metric_names(expr: &str, into: &mut BTreeSet<String>) {
 /// Every metric the rules and the dashboard query.
 fn queried_metrics() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    let rules: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(component("prometheusrule.yaml")).unwrap()).unwrap();
-    for group in rules["spec"]["groups"].as_sequence().unwrap() {
-        for rule in group["rules"].as_sequence().unwrap() {
-            metric_names(rule["expr"].as_str().unwrap(), &mut names);
+    let rules: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(component("prometheusrule.yaml")).expect("reading a file of the repository"),
+    )
+    .expect("reading a file of the repository");
+    for group in rules["spec"]["groups"].as_sequence().expect("a list field") {
+        for rule in group["rules"].as_sequence().expect("a list field") {
+            metric_names(rule["expr"].as_str().expect("a string field"), &mut names);
         }
     }
-    let dashboard: Value =
-        serde_json::from_str(&std::fs::read_to_string(component("dashboard.json")).unwrap()).unwrap();
-    for panel in dashboard["panels"].as_array().unwrap() {
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(component("dashboard.json")).expect("reading a file of the repository"),
+    )
+    .expect("reading a file of the repository");
+    for panel in dashboard["panels"].as_array().expect("a list field") {
         for target in panel["targets"].as_array().into_iter().flatten() {
-            metric_names(target["expr"].as_str().unwrap(), &mut names);
+            metric_names(target["expr"].as_str().expect("a string field"), &mut names);
         }
     }
     names
@@ -104,8 +107,8 @@ fn prometheus(config: &Path, dir: &Path) -> (Process, SocketAddr) {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
+        .expect("running a command");
+    let stderr = child.stderr.take().expect("the stream is piped");
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -125,8 +128,7 @@ fn prometheus(config: &Path, dir: &Path) -> (Process, SocketAddr) {
 }
 
 fn get(url: &str) -> Value {
-    let out = Command::new("curl").args(["-fsS", url]).output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_default()
+    http::get_ok(url).and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default()
 }
 
 #[tokio::test]
@@ -138,13 +140,13 @@ async fn prometheus_scrapes_every_metric_the_rules_and_the_dashboard_query() {
     let cert_manager = setup.start(cluster, "cert-manager-0", &[]).await;
     let injector = setup.injector(cluster, &cert_manager, &[]).await;
     // A request the cert-manager refuses: a name the client may not have.
-    let refused = TlsArgs::from_cert_manager(
+    let refused = portcullis_certs_client::Settings::new(
         cert_manager.url(),
         setup.path("ca.crt"),
         setup.path("token"),
         &["kubernetes.default.svc"],
     );
-    assert!(portcullis_server::cert_manager::issue(&refused).await.is_err());
+    assert!(portcullis_certs_client::issue(&refused).await.is_err());
 
     // The validator, with a per-call CEL limit so low that every CEL
     // expression is stopped (the budget series exists), and the audit over

@@ -8,8 +8,6 @@
 //! One test, in phases, because every phase needs the same running
 //! deployment and the fault phases would disturb any test beside them.
 
-#![allow(clippy::unwrap_used)]
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -26,13 +24,16 @@ const APPS: &str = "shop";
 const PAUSE: &str = "localhost/portcullis/pause:dev";
 
 fn phase(what: &str) {
-    eprintln!("[node test {:?}] {what}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap());
+    eprintln!(
+        "[node test {:?}] {what}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("a clock after 1970")
+    );
 }
 
 fn json(cluster: &Cluster, args: &[&str]) -> Value {
     let mut args = args.to_vec();
     args.extend(["-o", "json"]);
-    serde_json::from_str(&ok(cluster.kubectl(&args))).unwrap()
+    serde_json::from_str(&ok(cluster.kubectl(&args))).expect("JSON of the expected shape")
 }
 
 fn pods(cluster: &Cluster, namespace: &str, selector: &str) -> Vec<Value> {
@@ -49,17 +50,19 @@ fn is_ready(pod: &Value) -> bool {
 }
 
 fn name(object: &Value) -> String {
-    object["metadata"]["name"].as_str().unwrap().to_owned()
+    object["metadata"]["name"].as_str().expect("a string field").to_owned()
 }
 
 /// The host PID of a container, from the node's containerd.
 fn container_pid(cluster: &Cluster, container_id: &str) -> u32 {
     let socket = Path::new(cluster.var("PORTCULLIS_CP_DIR")).join("node/containerd.sock");
-    let out =
-        ok(Command::new("ctr").args(["-a", socket.to_str().unwrap(), "-n", "k8s.io", "tasks", "ls"]).output().unwrap());
+    let out = ok(Command::new("ctr")
+        .args(["-a", socket.to_str().expect("a UTF-8 path"), "-n", "k8s.io", "tasks", "ls"])
+        .output()
+        .expect("running a command"));
     let id = container_id.trim_start_matches("containerd://");
     let line = out.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no task {id} in:\n{out}"));
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    line.split_whitespace().nth(1).expect("the expected format").parse().expect("a number")
 }
 
 /// Creates pods `<prefix>-N` in `APPS` until stopped; each result is
@@ -83,7 +86,7 @@ impl Creates {
                 let name = format!("{prefix}-{n}");
                 let out = cluster.kubectl(&["run", &name, "-n", APPS, "--image", PAUSE, "-o", "json"]);
                 let result = if out.status.success() {
-                    let pod: Value = serde_json::from_slice(&out.stdout).unwrap();
+                    let pod: Value = serde_json::from_slice(&out.stdout).expect("JSON of the expected shape");
                     Ok(pod["metadata"]["annotations"]["portcullis.dev/status"].is_string())
                 } else {
                     Err(String::from_utf8_lossy(&out.stderr).into_owned())
@@ -109,7 +112,7 @@ impl Creates {
     fn stop(self, cluster: &Cluster) {
         let prefix = self.prefix;
         self.stop.store(true, Ordering::Relaxed);
-        let results = self.handle.join().unwrap();
+        let results = self.handle.join().expect("the thread did not panic");
         let failed: Vec<_> = results.iter().filter(|(_, r)| r.is_err()).collect();
         let bare: Vec<_> = results.iter().filter(|(_, r)| matches!(r, Ok(false))).map(|(n, _)| n).collect();
         assert!(failed.is_empty(), "{} of {} creates failed: {failed:?}", failed.len(), results.len());

@@ -1,7 +1,5 @@
 //! One Jaeger trace from the API server into the injector's decision.
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -17,9 +15,9 @@ fn traces(service: &str, key: &str, value: &str) -> Vec<Value> {
 fn tags(span: &Value) -> HashMap<String, Value> {
     span["tags"]
         .as_array()
-        .unwrap()
+        .expect("a list field")
         .iter()
-        .map(|t| (t["key"].as_str().unwrap().to_owned(), t["value"].clone()))
+        .map(|t| (t["key"].as_str().expect("a string field").to_owned(), t["value"].clone()))
         .collect()
 }
 
@@ -39,9 +37,9 @@ async fn admission_trace(service: &str, object: &str) -> (Value, HashMap<String,
     .await;
     let processes = trace["processes"]
         .as_object()
-        .unwrap()
+        .expect("a JSON object")
         .iter()
-        .map(|(id, p)| (id.clone(), p["serviceName"].as_str().unwrap().to_owned()))
+        .map(|(id, p)| (id.clone(), p["serviceName"].as_str().expect("a string field").to_owned()))
         .collect();
     (trace, processes)
 }
@@ -53,7 +51,7 @@ async fn a_validator_denial_is_traced_under_the_api_servers_webhook_call() {
     let ns = unique("traced-deny");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
     let registration = validator.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     let name = unique("web");
     eventually("the validator denies", Duration::from_secs(30), || {
         let out = cluster().kubectl(&["create", "deployment", &name, "--image=nginx:1.27", "--replicas=1", "-n", &ns]);
@@ -86,7 +84,6 @@ async fn a_validator_denial_is_traced_under_the_api_servers_webhook_call() {
         .filter_map(|f| f["value"].as_str().map(str::to_owned))
         .collect();
     assert!(events.iter().any(|e| e.contains("below the minimum of 2")), "{events:?}");
-    registration.delete(&client).await;
 }
 
 #[tokio::test]
@@ -96,7 +93,7 @@ async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let ns = unique("traced");
     namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
     let registration = injector.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     eventually("the webhook is in use", Duration::from_secs(30), || {
         let out = cluster().kubectl(&["run", "probe", "--image=nginx", "-n", &ns, "--dry-run=server", "-o", "json"]);
         String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())
@@ -138,5 +135,4 @@ async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let operations = operations.as_i64().or_else(|| operations.as_str().and_then(|s| s.parse().ok()));
     assert!(operations.unwrap_or_default() > 0, "{tags:?}");
     assert!(tags["uid"].as_str().is_some_and(|u| !u.is_empty()));
-    registration.delete(&client).await;
 }

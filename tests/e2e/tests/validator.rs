@@ -1,7 +1,5 @@
 //! The validator behind a real kube-apiserver: what a user sees with kubectl.
 
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
@@ -26,7 +24,7 @@ async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
     let ns = unique("validate");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
     let registration = validator.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
 
     // A denied Deployment: kubectl shows the policy's message.
     let message = eventually("the webhook is in use", WAIT, || {
@@ -92,7 +90,6 @@ async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
     .await;
     let message = err(cluster().kubectl(&["scale", "deployment", "web", "-n", &ns, "--replicas=4"]));
     assert!(message.contains("[tight]"), "{message}");
-    registration.delete(&client).await;
 }
 
 /// A policy whose limit is a ConfigMap in each team's namespace.
@@ -123,7 +120,7 @@ async fn parameters_come_from_the_cluster_and_follow_its_changes() {
     };
     ok(cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &limit(3)));
     let registration = validator.registration(&ns, "Fail");
-    registration.apply(&client).await;
+    let _registered = registration.apply(&client).await;
     let dry_run = |replicas: u32| {
         cluster().kubectl_stdin(
             &["create", "--dry-run=server", "-n", &ns, "-f", "-"],
@@ -168,5 +165,4 @@ async fn parameters_come_from_the_cluster_and_follow_its_changes() {
     assert!(
         metric(validator.admin, r#"portcullis_validator_findings_total{policy="max-replicas",action="deny"}"#) >= 2.0
     );
-    registration.delete(&client).await;
 }

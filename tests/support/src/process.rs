@@ -4,8 +4,9 @@
 //! server bound are read from its startup log line, and its log is kept so
 //! that a test can wait for a line with a deadline instead of sleeping.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -162,4 +163,25 @@ impl Drop for Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `command` to completion with `stdin` written to its standard input
+/// (`None`: closed at once) and its output captured, as a shell pipe feeds
+/// a CLI. The input is written from a thread of its own, so a child that
+/// writes more than a pipe holds before it has read all of its input cannot
+/// deadlock the test.
+pub fn run_with_stdin(command: &mut Command, stdin: Option<&str>) -> std::io::Result<Output> {
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let pipe = child.stdin.take();
+    let writer = stdin.zip(pipe).map(|(input, mut pipe)| {
+        let input = input.to_owned();
+        // A child that exits before reading everything closes the pipe:
+        // its exit status and output tell the test what happened.
+        std::thread::spawn(move || drop(pipe.write_all(input.as_bytes())))
+    });
+    let output = child.wait_with_output();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    output
 }

@@ -3,7 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-pub use portcullis_test_support::rfc6902;
+pub(crate) use portcullis_test_support::rfc6902;
 
 use std::path::{Path, PathBuf};
 
@@ -11,31 +11,31 @@ use portcullis_admission::{decode, encode};
 use portcullis_injector::webhook::Injector;
 use serde_json::Value;
 
-pub fn data(name: &str) -> PathBuf {
+pub(crate) fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
-pub fn injector() -> Injector {
+pub(crate) fn injector() -> Injector {
     let contents = portcullis_server::watch::read_all(&[data("config.yaml")]).unwrap();
     Injector::new(portcullis_injector::serve::parse(&contents).unwrap())
 }
 
 /// What the API server would get back, and the object after the patch.
-pub struct Admitted {
+pub(crate) struct Admitted {
     pub response: Value,
     pub original: Value,
     pub object: Value,
 }
 
 impl Admitted {
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.response["response"]["warnings"]
             .as_array()
             .map(|w| w.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
             .unwrap_or_default()
     }
 
-    pub fn patch(&self) -> Option<Value> {
+    pub(crate) fn patch(&self) -> Option<Value> {
         // As the API documents it: base64 of the JSON Patch, a string.
         use base64::Engine as _;
         let text = self.response["response"]["patch"].as_str()?;
@@ -43,14 +43,14 @@ impl Admitted {
         Some(serde_json::from_slice(&bytes).unwrap())
     }
 
-    pub fn status(&self) -> Value {
+    pub(crate) fn status(&self) -> Value {
         let text = self.object["metadata"]["annotations"]["portcullis.dev/status"].as_str().unwrap_or("null");
         serde_json::from_str(text).unwrap()
     }
 }
 
 /// Runs `review` through the injector's decision and applies its patch.
-pub fn admit(injector: &Injector, review: &Value) -> Admitted {
+pub(crate) fn admit(injector: &Injector, review: &Value) -> Admitted {
     let req = decode(&serde_json::to_vec(review).unwrap()).unwrap();
     let (response, _) = injector.decide(&req).respond(&req);
     let response: Value = serde_json::from_slice(&encode(response)).unwrap();
@@ -63,17 +63,17 @@ pub fn admit(injector: &Injector, review: &Value) -> Admitted {
     admitted
 }
 
-pub fn review(name: &str) -> Value {
+pub(crate) fn review(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(data(name)).unwrap()).unwrap()
 }
 
 /// The same review with `object` as the request's object (a second pass).
-pub fn again(review: &Value, object: &Value) -> Value {
+pub(crate) fn again(review: &Value, object: &Value) -> Value {
     let mut next = review.clone();
     next["request"]["object"] = object.clone();
     next
 }
 
-pub fn names(list: &Value) -> Vec<&str> {
+pub(crate) fn names(list: &Value) -> Vec<&str> {
     list.as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect()
 }

@@ -4,7 +4,6 @@
 //! and then as objects change. A new policy set, or the periodic interval,
 //! starts a new pass; a pass that relists replaces what the last one found.
 
-use portcullis_server::error::error_chain;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::{Discovery, verbs};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_admission::{GroupVersionKind, GroupVersionResource, existing};
+use portcullis_telemetry::error_chain;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

@@ -77,30 +77,54 @@ pub struct Params {
 
 impl Params {
     /// Checks a policy's `paramKind` and `paramRef` (raw YAML values).
-    pub fn from_spec(kind: Option<ParamKind>, reference: Option<Value>) -> Result<Option<Self>, String> {
+    pub fn from_spec(kind: Option<ParamKind>, reference: Option<Value>) -> Result<Option<Self>, ParamSpecError> {
         let (kind, reference) = match (kind, reference) {
             (None, None) => return Ok(None),
-            (Some(_), None) => return Err("paramKind is set but paramRef is not: say which objects to read".into()),
-            (None, Some(_)) => return Err("paramRef is set but paramKind is not".into()),
+            (Some(_), None) => return Err(ParamSpecError::NoRef),
+            (None, Some(_)) => return Err(ParamSpecError::NoKind),
             (Some(kind), Some(reference)) => (kind, reference),
         };
-        let spec: ParamRefSpec = serde_json::from_value(reference).map_err(|e| format!("paramRef: {e}"))?;
+        let spec: ParamRefSpec = serde_json::from_value(reference).map_err(ParamSpecError::Ref)?;
         if kind.api_version.trim().is_empty() || kind.kind.trim().is_empty() {
-            return Err("paramKind needs apiVersion and kind".into());
+            return Err(ParamSpecError::IncompleteKind);
         }
         let selection = match (spec.name.filter(|n| !n.is_empty()), spec.selector) {
             (Some(name), None) => Selection::Name(name),
             (None, Some(selector)) => {
-                selector.check().map_err(|e| format!("paramRef.selector: {e}"))?;
+                selector.check()?;
                 Selection::Labels(selector)
             }
-            _ => return Err("paramRef needs exactly one of name and selector".into()),
+            _ => return Err(ParamSpecError::NameOrSelector),
         };
-        let not_found = spec.parameter_not_found_action.ok_or(
-            "paramRef.parameterNotFoundAction is required (Allow or Deny): what to do when no parameter object exists",
-        )?;
+        let not_found = spec.parameter_not_found_action.ok_or(ParamSpecError::NoNotFoundAction)?;
         Ok(Some(Self { kind, namespace: spec.namespace.filter(|n| !n.is_empty()), selection, not_found }))
     }
+}
+
+/// Why a policy's `paramKind` and `paramRef` were refused at load.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamSpecError {
+    /// A kind and no reference.
+    #[error("paramKind is set but paramRef is not: say which objects to read")]
+    NoRef,
+    /// A reference and no kind.
+    #[error("paramRef is set but paramKind is not")]
+    NoKind,
+    /// `paramRef` does not parse.
+    #[error("paramRef")]
+    Ref(#[source] serde_json::Error),
+    /// `paramKind` without apiVersion or kind.
+    #[error("paramKind needs apiVersion and kind")]
+    IncompleteKind,
+    /// `paramRef.selector` is one the API server would refuse.
+    #[error("paramRef.selector")]
+    Selector(#[from] portcullis_admission::selector::SelectorError),
+    /// Both or neither of `name` and `selector`.
+    #[error("paramRef needs exactly one of name and selector")]
+    NameOrSelector,
+    /// No `parameterNotFoundAction`.
+    #[error("paramRef.parameterNotFoundAction is required (Allow or Deny): what to do when no parameter object exists")]
+    NoNotFoundAction,
 }
 
 /// Why the parameters of a request cannot be found: a configuration
@@ -207,7 +231,7 @@ mod tests {
         assert!(check(json!({"selector": {}, "parameterNotFoundAction": "Allow"})).is_ok_and(|p| p.is_some()));
         assert!(check(json!({"name": "a", "selector": {}, "parameterNotFoundAction": "Deny"})).is_err());
         assert!(check(json!({"parameterNotFoundAction": "Deny"})).is_err());
-        assert!(check(json!({"name": "a"})).is_err_and(|e| e.contains("parameterNotFoundAction is required")));
+        assert!(check(json!({"name": "a"})).is_err_and(|e| matches!(e, ParamSpecError::NoNotFoundAction)));
         assert!(Params::from_spec(Some(kind()), None).is_err());
         assert!(Params::from_spec(None, Some(json!({"name": "a"}))).is_err());
         assert!(Params::from_spec(None, None).is_ok_and(|p| p.is_none()));

@@ -7,7 +7,6 @@
 //! list has arrived, requests it concerns get "not yet synced" under the
 //! policy's failure policy, as in the API server.
 
-use portcullis_server::error::error_chain;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -18,6 +17,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::{self, Scope as ApiScope};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+use portcullis_telemetry::error_chain;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
