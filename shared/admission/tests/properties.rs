@@ -38,7 +38,7 @@ proptest! {
         if let Some(written) = patch::diff(&original, &target) {
             let patch: Value = serde_json::from_slice(written.as_bytes()).unwrap();
             prop_assert_eq!(patch.as_array().map(Vec::len), Some(written.operations()));
-            rfc6902::apply(&mut patched, &patch).map_err(TestCaseError::fail)?;
+            rfc6902::apply(&mut patched, &patch).map_err(|e| TestCaseError::fail(e.to_string()))?;
         }
         prop_assert_eq!(patched, target);
     }

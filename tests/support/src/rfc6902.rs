@@ -4,18 +4,65 @@
 
 use serde_json::Value;
 
+/// Why a patch does not apply: the operation's path (or the patch as a
+/// whole, with an empty path) and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path:?}: {problem}")]
+pub struct PatchError {
+    /// The JSON Pointer of the failing operation.
+    pub path: String,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+/// What is wrong with one operation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// The patch is not a JSON array of operation objects.
+    #[error("the patch is not an array of operations")]
+    NotAnArray,
+    /// An operation lacks `path`, or a move or copy lacks `from`.
+    #[error("the operation has no {0:?}")]
+    Missing(&'static str),
+    /// An `op` that RFC 6902 does not define.
+    #[error("unknown op {0:?}")]
+    UnknownOp(Option<String>),
+    /// A pointer that does not start with `/`.
+    #[error("does not start with /")]
+    NotAPointer,
+    /// A step of the pointer names nothing.
+    #[error("nothing at {0:?}")]
+    Nothing(String),
+    /// An array index that is not a number.
+    #[error("bad index")]
+    BadIndex,
+    /// An array index past the end.
+    #[error("index out of range")]
+    OutOfRange,
+    /// The parent is a string, number, bool or null.
+    #[error("parent is not a container")]
+    NotAContainer,
+    /// A `test` operation found another value.
+    #[error("test failed")]
+    TestFailed,
+}
+
+fn fail(path: &str, problem: Problem) -> PatchError {
+    PatchError { path: path.to_owned(), problem }
+}
+
 fn unescape(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
 }
 
-fn split(path: &str) -> Result<(Vec<String>, String), String> {
-    let rest = path.strip_prefix('/').ok_or_else(|| format!("path {path:?} does not start with /"))?;
+fn split(path: &str) -> Result<(Vec<String>, String), PatchError> {
+    let rest = path.strip_prefix('/').ok_or_else(|| fail(path, Problem::NotAPointer))?;
     let mut tokens: Vec<String> = rest.split('/').map(unescape).collect();
     let last = tokens.pop().unwrap_or_default();
     Ok((tokens, last))
 }
 
-fn parent<'a>(doc: &'a mut Value, tokens: &[String], path: &str) -> Result<&'a mut Value, String> {
+fn parent<'a>(doc: &'a mut Value, tokens: &[String], path: &str) -> Result<&'a mut Value, PatchError> {
     let mut here = doc;
     for token in tokens {
         here = match here {
@@ -23,12 +70,12 @@ fn parent<'a>(doc: &'a mut Value, tokens: &[String], path: &str) -> Result<&'a m
             Value::Array(list) => token.parse::<usize>().ok().and_then(|i| list.get_mut(i)),
             _ => None,
         }
-        .ok_or_else(|| format!("{path}: no {token:?}"))?;
+        .ok_or_else(|| fail(path, Problem::Nothing(token.clone())))?;
     }
     Ok(here)
 }
 
-fn get(doc: &Value, path: &str) -> Result<Value, String> {
+fn get(doc: &Value, path: &str) -> Result<Value, PatchError> {
     if path.is_empty() {
         return Ok(doc.clone());
     }
@@ -39,12 +86,12 @@ fn get(doc: &Value, path: &str) -> Result<Value, String> {
             Value::Array(list) => token.parse::<usize>().ok().and_then(|i| list.get(i)),
             _ => None,
         }
-        .ok_or_else(|| format!("{path}: nothing at {token:?}"))?;
+        .ok_or_else(|| fail(path, Problem::Nothing(token.clone())))?;
     }
     Ok(here.clone())
 }
 
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
+fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), PatchError> {
     if path.is_empty() {
         *doc = value;
         return Ok(());
@@ -56,36 +103,36 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
         }
         Value::Array(list) if last == "-" => list.push(value),
         Value::Array(list) => {
-            let i: usize = last.parse().map_err(|_| format!("{path}: bad index"))?;
+            let i: usize = last.parse().map_err(|_| fail(path, Problem::BadIndex))?;
             if i > list.len() {
-                return Err(format!("{path}: index out of range"));
+                return Err(fail(path, Problem::OutOfRange));
             }
             list.insert(i, value);
         }
-        _ => return Err(format!("{path}: parent is not a container")),
+        _ => return Err(fail(path, Problem::NotAContainer)),
     }
     Ok(())
 }
 
-fn remove(doc: &mut Value, path: &str) -> Result<Value, String> {
+fn remove(doc: &mut Value, path: &str) -> Result<Value, PatchError> {
     let (tokens, last) = split(path)?;
     match parent(doc, &tokens, path)? {
-        Value::Object(map) => map.remove(&last).ok_or_else(|| format!("{path}: nothing to remove")),
+        Value::Object(map) => map.remove(&last).ok_or_else(|| fail(path, Problem::Nothing(last.clone()))),
         Value::Array(list) => {
-            let i: usize = last.parse().map_err(|_| format!("{path}: bad index"))?;
+            let i: usize = last.parse().map_err(|_| fail(path, Problem::BadIndex))?;
             if i >= list.len() {
-                return Err(format!("{path}: index out of range"));
+                return Err(fail(path, Problem::OutOfRange));
             }
             Ok(list.remove(i))
         }
-        _ => Err(format!("{path}: parent is not a container")),
+        _ => Err(fail(path, Problem::NotAContainer)),
     }
 }
 
 /// Applies `patch` (a JSON array of operations) to `doc`.
-pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
-    for op in patch.as_array().ok_or("patch is not an array")? {
-        let path = op["path"].as_str().ok_or("operation without path")?;
+pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    for op in patch.as_array().ok_or_else(|| fail("", Problem::NotAnArray))? {
+        let path = op["path"].as_str().ok_or_else(|| fail("", Problem::Missing("path")))?;
         match op["op"].as_str() {
             Some("add") => add(doc, path, op["value"].clone())?,
             Some("remove") => {
@@ -97,21 +144,21 @@ pub fn apply(doc: &mut Value, patch: &Value) -> Result<(), String> {
                 add(doc, path, op["value"].clone())?;
             }
             Some("move") => {
-                let from = op["from"].as_str().ok_or("move without from")?;
+                let from = op["from"].as_str().ok_or_else(|| fail(path, Problem::Missing("from")))?;
                 let value = remove(doc, from)?;
                 add(doc, path, value)?;
             }
             Some("copy") => {
-                let from = op["from"].as_str().ok_or("copy without from")?;
+                let from = op["from"].as_str().ok_or_else(|| fail(path, Problem::Missing("from")))?;
                 let value = get(doc, from)?;
                 add(doc, path, value)?;
             }
             Some("test") => {
                 if get(doc, path)? != op["value"] {
-                    return Err(format!("test failed at {path}"));
+                    return Err(fail(path, Problem::TestFailed));
                 }
             }
-            other => return Err(format!("unknown op {other:?}")),
+            other => return Err(fail(path, Problem::UnknownOp(other.map(str::to_owned)))),
         }
     }
     Ok(())
