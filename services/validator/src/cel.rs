@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::budget::{Limit, Limits, Meter};
+use crate::reads::{DataReads, Reads};
 
 /// The longest expression accepted: a bound on compile and evaluation cost
 /// alongside the evaluation deadline.
@@ -129,6 +130,8 @@ pub struct CelRules {
     pub validations: Vec<CompiledValidation>,
     /// `(key, valueExpression)`.
     pub audit_annotations: Vec<(String, Compiled)>,
+    /// What the expressions read of the request's data.
+    pub reads: DataReads,
 }
 
 /// What evaluating a policy's CEL found.
@@ -289,7 +292,23 @@ impl CelRules {
                 Ok((a.key.clone(), value))
             })
             .collect::<Result<_, CelError>>()?;
-        Ok(Self { match_conditions, variables, validations, audit_annotations })
+        let mut rules =
+            Self { match_conditions, variables, validations, audit_annotations, reads: DataReads::default() };
+        let mut reads = DataReads::default();
+        rules.programs().for_each(|c| reads.add(c.program.expression()));
+        rules.reads = reads;
+        Ok(rules)
+    }
+
+    /// Every compiled expression.
+    fn programs(&self) -> impl Iterator<Item = &Compiled> {
+        let validations =
+            self.validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression));
+        self.match_conditions
+            .iter()
+            .chain(&self.variables)
+            .chain(validations)
+            .chain(self.audit_annotations.iter().map(|(_, c)| c))
     }
 
     /// Whether there is anything to evaluate.
@@ -299,14 +318,7 @@ impl CelRules {
 
     /// Whether any expression reads `variable` (`params`, ...).
     pub fn reads(&self, variable: &str) -> bool {
-        let validations =
-            self.validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression));
-        self.match_conditions
-            .iter()
-            .chain(&self.variables)
-            .chain(validations)
-            .chain(self.audit_annotations.iter().map(|(_, c)| c))
-            .any(|c| c.program.references().has_variable(variable))
+        self.programs().any(|c| c.program.references().has_variable(variable))
     }
 
     /// Evaluates against `bindings` and `params` (`null` without
@@ -465,12 +477,17 @@ impl std::fmt::Debug for Bindings {
 }
 
 impl Bindings {
-    /// The objects and the request of an admission request.
-    pub fn of(req: &Request) -> Self {
+    /// The objects and the request of an admission request, as far as
+    /// `reads` says expressions read them (see [`crate::reads`]).
+    pub fn of(req: &Request, reads: &DataReads) -> Self {
+        let part = |value: Option<&Value>, reads: &Option<Reads>| match (value, reads) {
+            (Some(value), Some(reads)) => to_cel_reading(value, reads),
+            _ => Box::new(CelNull) as Box<dyn Val>,
+        };
         Self {
-            object: to_cel_or_null(req.object.as_ref()),
-            old_object: to_cel_or_null(req.old_object.as_ref()),
-            request: request(req),
+            object: part(req.object.as_ref(), &reads.object),
+            old_object: part(req.old_object.as_ref(), &reads.old_object),
+            request: reads.request.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, |r| request(req, r)),
         }
     }
 
@@ -486,10 +503,11 @@ fn to_cel_or_null(value: Option<&Value>) -> Box<dyn Val> {
     value.map_or_else(|| Box::new(CelNull), to_cel)
 }
 
-/// The `request` variable, made straight from the decoded request. As in
-/// Kubernetes, where it is a typed message, unset fields read as their zero
-/// value (`""`, `[]`, `{}`), not as errors.
-fn request(req: &Request) -> Box<dyn Val> {
+/// The `request` variable, made straight from the decoded request, with
+/// the fields `reads` names (each whole). As in Kubernetes, where it is a
+/// typed message, unset fields read as their zero value (`""`, `[]`, `{}`),
+/// not as errors.
+fn request(req: &Request, reads: &Reads) -> Box<dyn Val> {
     let r = &req.inner;
     let user = &r.user_info;
     let text = |s: &str| Box::new(CelString::from(s)) as Box<dyn Val>;
@@ -503,34 +521,59 @@ fn request(req: &Request) -> Box<dyn Val> {
         record([("group", text(&k.group)), ("version", text(&k.version)), ("resource", text(&k.resource))])
     };
     let sub_resource = r.sub_resource.as_deref().unwrap_or_default();
-    let extra = user.extra.iter().flatten().map(|(k, v)| (CelMapKey::from(k.as_str()), texts(v))).collect::<CelMap>();
-    record([
-        ("uid", text(&r.uid)),
-        ("kind", kind(&r.kind)),
-        ("resource", resource(&r.resource)),
-        ("subResource", text(sub_resource)),
-        ("requestKind", kind(r.request_kind.as_ref().unwrap_or(&r.kind))),
-        ("requestResource", resource(r.request_resource.as_ref().unwrap_or(&r.resource))),
-        ("requestSubResource", text(r.request_sub_resource.as_deref().unwrap_or(sub_resource))),
-        ("name", text(&r.name)),
-        ("namespace", text(r.namespace.as_deref().unwrap_or_default())),
-        ("operation", text(operation(&r.operation))),
-        (
-            "userInfo",
-            record([
-                ("username", text(user.username.as_deref().unwrap_or_default())),
-                ("uid", text(user.uid.as_deref().unwrap_or_default())),
-                ("groups", texts(user.groups.as_deref().unwrap_or_default())),
-                ("extra", Box::new(extra)),
-            ]),
-        ),
-        ("dryRun", Box::new(CelBool::from(r.dry_run))),
-        ("options", r.options.as_ref().map_or_else(|| record([]), |o| to_cel(&o.0))),
-    ])
+    let extra = || {
+        Box::new(user.extra.iter().flatten().map(|(k, v)| (CelMapKey::from(k.as_str()), texts(v))).collect::<CelMap>())
+            as Box<dyn Val>
+    };
+    let user_info = || {
+        record([
+            ("username", text(user.username.as_deref().unwrap_or_default())),
+            ("uid", text(user.uid.as_deref().unwrap_or_default())),
+            ("groups", texts(user.groups.as_deref().unwrap_or_default())),
+            ("extra", extra()),
+        ])
+    };
+    let fields: [Field<'_>; 13] = [
+        ("uid", &|| text(&r.uid)),
+        ("kind", &|| kind(&r.kind)),
+        ("resource", &|| resource(&r.resource)),
+        ("subResource", &|| text(sub_resource)),
+        ("requestKind", &|| kind(r.request_kind.as_ref().unwrap_or(&r.kind))),
+        ("requestResource", &|| resource(r.request_resource.as_ref().unwrap_or(&r.resource))),
+        ("requestSubResource", &|| text(r.request_sub_resource.as_deref().unwrap_or(sub_resource))),
+        ("name", &|| text(&r.name)),
+        ("namespace", &|| text(r.namespace.as_deref().unwrap_or_default())),
+        ("operation", &|| text(operation(&r.operation))),
+        ("userInfo", &user_info),
+        ("dryRun", &|| Box::new(CelBool::from(r.dry_run))),
+        ("options", &|| r.options.as_ref().map_or_else(|| record([]), |o| to_cel(&o.0))),
+    ];
+    let fields = fields.into_iter().filter(|(name, _)| reads.field(name).is_some());
+    Box::new(fields.map(|(name, value)| (CelMapKey::from(name), value())).collect::<CelMap>())
 }
+
+/// A field of a record and how to make its value, when it is read.
+type Field<'a> = (&'static str, &'a dyn Fn() -> Box<dyn Val>);
 
 fn record<const N: usize>(fields: [(&str, Box<dyn Val>); N]) -> Box<dyn Val> {
     Box::new(fields.into_iter().map(|(k, v)| (CelMapKey::from(k), v)).collect::<CelMap>())
+}
+
+/// `value` as far as `reads` says: the fields of an object that are read,
+/// a placeholder for one only tested with `has`, the rest whole.
+fn to_cel_reading(value: &Value, reads: &Reads) -> Box<dyn Val> {
+    match (reads, value) {
+        (Reads::Presence, _) => Box::new(CelNull),
+        (Reads::Fields(fields), Value::Object(map)) => Box::new(
+            fields
+                .iter()
+                .filter_map(|(name, reads)| {
+                    map.get(name).map(|value| (CelMapKey::from(name.as_str()), to_cel_reading(value, reads)))
+                })
+                .collect::<CelMap>(),
+        ),
+        _ => to_cel(value),
+    }
 }
 
 /// An operation as the API server names it.

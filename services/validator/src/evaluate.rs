@@ -140,8 +140,9 @@ pub fn evaluate(
     let (mut exceeded, mut audit_annotations) = (Vec::new(), Vec::new());
     let limits = settings.cel_limits;
     if !with_cel.is_empty() {
-        // Converted once, borrowed by every policy's evaluation.
-        let bindings = Bindings::of(req);
+        // Converted once, as far as any policy reads it, and borrowed by
+        // every policy's evaluation.
+        let bindings = Bindings::of(req, &set.cel_reads);
         let mut judged = Judged { findings, exceeded: Vec::new(), audit_annotations: Vec::new() };
         let namespace = inner.namespace.as_deref().unwrap_or_default();
         for index in with_cel {

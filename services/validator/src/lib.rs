@@ -30,6 +30,7 @@ pub mod offline;
 pub mod params;
 pub mod pods;
 pub mod policy;
+pub mod reads;
 pub mod rules;
 pub mod serve;
 pub mod webhook;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::cel::{self, CelError, CelRules};
 use crate::exception::{self, Exception, ExceptionError};
 use crate::params::{ParamKind, ParamSpecError, Params};
+use crate::reads::DataReads;
 use crate::rules::{Rules, RulesError};
 
 const KIND: &str = "ValidatorPolicy";
@@ -232,6 +233,9 @@ pub struct PolicySet {
     pub policies: Vec<Policy>,
     /// `PolicyException` documents, in document order.
     pub exceptions: Vec<Exception>,
+    /// What the CEL expressions of every policy read of the request's
+    /// data: all that a request converts into CEL values.
+    pub cel_reads: DataReads,
 }
 
 impl PolicySet {
@@ -312,7 +316,9 @@ impl PolicySet {
             })?;
             checked.push(exception);
         }
-        Ok(Self { policies, exceptions: checked })
+        let mut cel_reads = DataReads::default();
+        policies.iter().for_each(|p| cel_reads.merge(&p.cel.reads));
+        Ok(Self { policies, exceptions: checked, cel_reads })
     }
 
     /// Every `paramKind` a policy reads.

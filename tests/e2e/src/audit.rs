@@ -16,8 +16,7 @@ pub fn install_reports() {
         ok(cluster.kubectl(&["apply", "--server-side", "-f", file.to_str().unwrap()]));
         ok(cluster.kubectl(&["wait", "--for=condition=Established", &format!("crd/{crd}.openreports.io")]));
     }
-    let ns = ok(cluster.kubectl(&["create", "namespace", "portcullis-system", "--dry-run=client", "-o", "yaml"]));
-    ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &ns));
+    cluster.ensure_namespace("portcullis-system");
 }
 
 /// Starts an audit replica named `name` (Lease `lease`) with `extra` flags,

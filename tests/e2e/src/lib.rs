@@ -99,6 +99,17 @@ impl Cluster {
         self.kubectl_as(self.var("KUBECONFIG"), args, Some(stdin))
     }
 
+    /// Creates namespace `name` unless it exists. Tests of one binary run
+    /// in parallel on one control plane, so two may create the same
+    /// namespace at once: `kubectl apply` would fail for one of them with
+    /// AlreadyExists (it reads, then creates).
+    pub fn ensure_namespace(&self, name: &str) {
+        let out = self.kubectl(&["create", "namespace", name]);
+        if !out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("AlreadyExists") {
+            ok(out);
+        }
+    }
+
     /// kubectl with the given kubeconfig.
     pub fn kubectl_as(&self, kubeconfig: &str, args: &[&str], stdin: Option<&str>) -> Output {
         let mut kubectl = Command::new(Path::new(self.var("PORTCULLIS_CP_BIN")).join("kubectl"));

@@ -19,10 +19,7 @@ fn can_i(service_account: &str, verb: &str, resource: &str) -> bool {
 
 #[tokio::test]
 async fn overlays_render_apply_and_enforce_least_privilege() {
-    ok(cluster().kubectl_stdin(
-        &["apply", "-f", "-"],
-        &ok(cluster().kubectl(&["create", "namespace", "portcullis-system", "--dry-run=client", "-o", "yaml"])),
-    ));
+    cluster().ensure_namespace("portcullis-system");
     for overlay in ["dev", "staging", "prod"] {
         let rendered = render(overlay);
         for kind in [
