@@ -1,6 +1,6 @@
-//! Reviews the benchmark's Deployment (tests/data/deployment.json) against a
-//! policy file N times and prints the time per review: decode, evaluate,
-//! encode, as `benches/evaluate.rs` does. Its use is counting instructions,
+//! Reviews the benchmark's Deployment (tests/data/deployment.json, or the
+//! object file given third) against a policy file N times and prints the
+//! time per review: decode, evaluate, encode, as `benches/evaluate.rs` does. Its use is counting instructions,
 //! which a noisy machine does not change (docs/BENCHMARKS.md):
 //!
 //! ```sh
@@ -25,8 +25,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().context("usage: review POLICIES.yaml [N]")?;
+    let path = args.next().context("usage: review POLICIES.yaml [N] [OBJECT.json]")?;
     let n: u32 = args.next().map_or(Ok(10_000), |n| n.parse()).context("N is a number")?;
+    let object = match args.next() {
+        Some(file) => std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?,
+        None => include_str!("../tests/data/deployment.json").to_owned(),
+    };
     let yaml = std::fs::read(&path).with_context(|| format!("reading {path}"))?;
     let policies =
         PolicySet::from_sources([(Path::new(&path), yaml.as_slice())], portcullis_validator::cost::DEFAULT_LIMIT)
@@ -37,7 +41,7 @@ fn main() -> anyhow::Result<()> {
         cel_limits: Default::default(),
     };
     let validator = Validator::new(policies, settings, Arc::new(NoNamespaces), Workers::new(1)?);
-    let deployment = serde_json::from_str(include_str!("../tests/data/deployment.json"))?;
+    let deployment = serde_json::from_str(&object)?;
     let body = serde_json::to_vec(&manifest::as_review(deployment)?)?;
     let start = Instant::now();
     for _ in 0..n {
