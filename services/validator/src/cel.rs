@@ -490,17 +490,6 @@ impl Bindings {
             request: reads.request.as_ref().map_or_else(|| Box::new(CelNull) as Box<dyn Val>, |r| request(req, r)),
         }
     }
-
-    /// Converts the request's parts. `request` is the AdmissionRequest as
-    /// JSON without its objects.
-    pub fn new(object: Option<&Value>, old_object: Option<&Value>, request: &Value) -> Self {
-        Self { object: to_cel_or_null(object), old_object: to_cel_or_null(old_object), request: to_cel(request) }
-    }
-}
-
-/// An object that may be absent (`oldObject` on CREATE): `null` then.
-fn to_cel_or_null(value: Option<&Value>) -> Box<dyn Val> {
-    value.map_or_else(|| Box::new(CelNull), to_cel)
 }
 
 /// The `request` variable, made straight from the decoded request, with

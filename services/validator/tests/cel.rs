@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use portcullis_validator::budget::{Limit, Limits};
-use portcullis_validator::cel::{Bindings, Outcome};
+use portcullis_validator::cel::Outcome;
 use portcullis_validator::evaluate::NamespaceLabels;
 use portcullis_validator::webhook::Validator;
 use portcullis_validator::workers::Workers;
@@ -142,8 +142,7 @@ fn an_evaluation_stops_at_its_cost_budget_and_follows_the_failure_policy() {
 
 #[test]
 fn the_policy_budget_is_shared_and_the_deadline_stops_what_the_budget_allows() {
-    let request = json!({"operation": "CREATE"});
-    let bindings = Bindings::new(Some(&big_config_map(300)), None, &request);
+    let bindings = support::bindings(big_config_map(300));
     // Two expressions of 90,000 passes each: each within a per-call limit
     // of 1,000,000 units, together over a policy budget of 1,000,000.
     let two = r#"apiVersion: portcullis.dev/v1alpha1
@@ -170,7 +169,7 @@ spec:
         "{message}"
     );
     // With no cost limit at all, the deadline still ends it promptly.
-    let bindings = Bindings::new(Some(&big_config_map(400)), None, &request);
+    let bindings = support::bindings(big_config_map(400));
     let set = support::policies_with_cost_limit(&SLOW.replace("FAILURE", "Fail"), u64::MAX).unwrap();
     let unlimited = Limits { per_call: u64::MAX, per_policy: u64::MAX };
     let started = Instant::now();
@@ -189,7 +188,7 @@ fn a_regular_expression_costs_by_the_length_of_its_pattern_and_its_string() {
     let data: serde_json::Map<String, Value> =
         (0..1_000).map(|i| (format!("k{i}"), json!(format!("{pattern}{i}")))).collect();
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data});
-    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    let bindings = support::bindings(object);
     let yaml = r#"apiVersion: portcullis.dev/v1alpha1
 kind: ValidatorPolicy
 metadata: {name: patterns}
@@ -206,7 +205,7 @@ spec:
     // short values passes.
     let short: serde_json::Map<String, Value> = (0..1_000).map(|i| (format!("k{i}"), json!("^x$"))).collect();
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": short});
-    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    let bindings = support::bindings(object);
     assert!(matches!(set.policies[0].cel.evaluate(&bindings, None, limits, far), Outcome::Passed(_)));
 }
 
@@ -351,7 +350,7 @@ spec:
 fn size_and_the_string_functions_answer_as_cel_go_does() {
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"},
                         "data": {"greeting": "héllo", "other": "x"}});
-    let bindings = Bindings::new(Some(&object), None, &json!({"operation": "CREATE"}));
+    let bindings = support::bindings(object);
     let evaluate = |expression: &str| {
         let yaml = format!(
             "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: f}}\nspec:\n  \

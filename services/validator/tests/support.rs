@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portcullis_admission::{decode, manifest};
+use portcullis_validator::cel::Bindings;
 use portcullis_validator::evaluate::{Finding, NamespaceLabels, Settings};
 use portcullis_validator::policy::{PolicySet, SYSTEM_NAMESPACES};
+use portcullis_validator::reads::DataReads;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
 use portcullis_validator::workers::Workers;
 use serde_json::Value;
@@ -43,6 +45,12 @@ pub(crate) fn validator(yaml: &str) -> Validator {
 /// The review the API server would send for creating `object`.
 pub(crate) fn create(object: Value) -> Value {
     manifest::as_review(object).unwrap()
+}
+
+/// The CEL variables of a request creating `object`, converted whole.
+pub(crate) fn bindings(object: Value) -> Bindings {
+    let req = decode(&serde_json::to_vec(&create(object)).unwrap()).unwrap();
+    Bindings::of(&req, &DataReads::everything())
 }
 
 /// An UPDATE review from `old` to `new`.
