@@ -130,8 +130,9 @@ pub struct CelRules {
     pub validations: Vec<CompiledValidation>,
     /// `(key, valueExpression)`.
     pub audit_annotations: Vec<(String, Compiled)>,
-    /// What the expressions read of the request's data.
-    pub reads: DataReads,
+    /// What the expressions read of the request's data (what
+    /// [`Bindings::of`] must convert for them).
+    pub data_reads: DataReads,
 }
 
 /// What evaluating a policy's CEL found.
@@ -293,10 +294,10 @@ impl CelRules {
             })
             .collect::<Result<_, CelError>>()?;
         let mut rules =
-            Self { match_conditions, variables, validations, audit_annotations, reads: DataReads::default() };
-        let mut reads = DataReads::default();
-        rules.programs().for_each(|c| reads.add(c.program.expression()));
-        rules.reads = reads;
+            Self { match_conditions, variables, validations, audit_annotations, data_reads: DataReads::default() };
+        let mut data_reads = DataReads::default();
+        rules.programs().for_each(|c| data_reads.add(c.program.expression()));
+        rules.data_reads = data_reads;
         Ok(rules)
     }
 

@@ -317,7 +317,7 @@ impl PolicySet {
             checked.push(exception);
         }
         let mut cel_reads = DataReads::default();
-        policies.iter().for_each(|p| cel_reads.merge(&p.cel.reads));
+        policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
         Ok(Self { policies, exceptions: checked, cel_reads })
     }
 
