@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::load::Summary;
-use crate::run::Args;
 
 /// Where a set of rows was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -133,20 +132,22 @@ struct Machine {
     cpu_model: String,
 }
 
+/// How the run was made (`portcullis-bench run`'s settings), as the
+/// report records them.
 #[derive(Debug, Serialize)]
-struct Settings {
-    smoke: bool,
-    rounds: usize,
-    webhook_seconds: f64,
-    webhook_concurrency: usize,
-    api_seconds: f64,
-    api_concurrency: usize,
-    containers: usize,
+pub(crate) struct Settings {
+    pub smoke: bool,
+    pub rounds: usize,
+    pub webhook_seconds: f64,
+    pub webhook_concurrency: usize,
+    pub api_seconds: f64,
+    pub api_concurrency: usize,
+    pub containers: usize,
 }
 
 impl Report {
-    /// An empty report of a run with `args`.
-    pub(crate) fn new(args: &Args) -> Self {
+    /// An empty report of a run made with `settings`.
+    pub(crate) fn new(settings: Settings) -> Self {
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {
@@ -155,15 +156,7 @@ impl Report {
             .unwrap_or_default();
         Self {
             machine: Machine { cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), cpu_model },
-            settings: Settings {
-                smoke: args.smoke,
-                rounds: args.rounds,
-                webhook_seconds: args.webhook_seconds,
-                webhook_concurrency: args.webhook_concurrency,
-                api_seconds: args.api_seconds,
-                api_concurrency: args.api_concurrency,
-                containers: args.containers,
-            },
+            settings,
             webhook: Vec::new(),
             dry_run: Vec::new(),
             create: Vec::new(),

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use portcullis_e2e::Process;
 
 use crate::load::Summary;
-use crate::report::{Level, Report, Row};
+use crate::report::{Level, Report, Row, Settings};
 use crate::{apiserver, fixtures};
 
 /// `portcullis-bench run`.
@@ -178,7 +178,15 @@ impl Server {
 pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
     let args = args.effective();
     let files = Files::new(args.containers)?;
-    let mut report = Report::new(&args);
+    let mut report = Report::new(Settings {
+        smoke: args.smoke,
+        rounds: args.rounds,
+        webhook_seconds: args.webhook_seconds,
+        webhook_concurrency: args.webhook_concurrency,
+        api_seconds: args.api_seconds,
+        api_concurrency: args.api_concurrency,
+        containers: args.containers,
+    });
     let webhook = webhook_level(&args, &files).await?;
     report.add(Level::Webhook, webhook);
     report.print_webhook();
