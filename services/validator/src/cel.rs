@@ -549,6 +549,12 @@ fn record<const N: usize>(fields: [(&str, Box<dyn Val>); N]) -> Box<dyn Val> {
     Box::new(fields.into_iter().map(|(k, v)| (CelMapKey::from(k), v)).collect::<CelMap>())
 }
 
+/// A parameter object as `params`, as far as `reads` says (`null` when no
+/// expression reads `params`).
+pub fn params(object: &Value, reads: Option<&Reads>) -> Box<dyn Val> {
+    reads.map_or_else(|| Box::new(CelNull) as Box<dyn Val>, |reads| to_cel_reading(object, reads))
+}
+
 /// `value` as far as `reads` says: the fields of an object that are read,
 /// a placeholder for one only tested with `has`, the rest whole.
 fn to_cel_reading(value: &Value, reads: &Reads) -> Box<dyn Val> {

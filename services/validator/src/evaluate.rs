@@ -8,7 +8,7 @@ use portcullis_admission::{Decision, Request, json};
 use serde_json::Value;
 
 use crate::budget::{Limit, Limits};
-use crate::cel::{Bindings, Outcome, operation, to_cel};
+use crate::cel::{self, Bindings, Outcome, operation};
 use crate::params::{self, NotFoundAction, ParamSource, Params, ParamsError};
 use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
 
@@ -154,7 +154,7 @@ pub fn evaluate(
                     match parameter_objects(cluster.params, p, namespace) {
                         Ok(objects) => {
                             for object in &objects {
-                                let params = to_cel(object);
+                                let params = cel::params(object, policy.cel.data_reads.params.as_ref());
                                 let outcome = policy.cel.evaluate(&bindings, Some(params.as_ref()), limits, deadline);
                                 judged.record(policy, req, subject, outcome);
                             }

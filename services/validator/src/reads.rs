@@ -1,8 +1,8 @@
-//! What the CEL expressions of a policy set read of `object`, `oldObject`
-//! and `request`, found in their syntax trees at load, so that each request
-//! converts only that into CEL values: an object's `managedFields`,
-//! `status` or a `last-applied-configuration` annotation costs nothing when
-//! no expression reads it.
+//! What the CEL expressions of a policy set read of `object`, `oldObject`,
+//! `request` and `params`, found in their syntax trees at load, so that
+//! each request converts only that into CEL values: an object's
+//! `managedFields`, `status` or a `last-applied-configuration` annotation,
+//! or a parameter ConfigMap's unread keys, cost nothing.
 //!
 //! An expression reads a variable by a chain of field selections
 //! (`object.spec.template.spec.containers`, `has(object.metadata.labels)`);
@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
-/// The variables this module prunes (`params` and `variables` are not
-/// request data converted per request, `namespaceObject` is not bound).
-const PRUNED: [&str; 3] = ["object", "oldObject", "request"];
+/// The variables this module prunes (`variables` holds values the
+/// expressions made, `namespaceObject` is not bound).
+const PRUNED: [&str; 4] = ["object", "oldObject", "request", "params"];
 
 /// How much of a value expressions read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,12 +71,15 @@ pub struct DataReads {
     pub old_object: Option<Reads>,
     /// Of `request`.
     pub request: Option<Reads>,
+    /// Of `params` (each parameter object, per policy).
+    pub params: Option<Reads>,
 }
 
 impl DataReads {
     /// Everything: what a caller that knows nothing of the expressions uses.
     pub fn everything() -> Self {
-        Self { object: Some(Reads::Whole), old_object: Some(Reads::Whole), request: Some(Reads::Whole) }
+        let whole = Some(Reads::Whole);
+        Self { object: whole.clone(), old_object: whole.clone(), request: whole.clone(), params: whole }
     }
 
     /// Adds what `expr` reads.
@@ -90,6 +93,7 @@ impl DataReads {
             (&mut self.object, &other.object),
             (&mut self.old_object, &other.old_object),
             (&mut self.request, &other.request),
+            (&mut self.params, &other.params),
         ] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -105,6 +109,7 @@ impl DataReads {
             "object" => Some(&mut self.object),
             "oldObject" => Some(&mut self.old_object),
             "request" => Some(&mut self.request),
+            "params" => Some(&mut self.params),
             _ => None,
         }
     }

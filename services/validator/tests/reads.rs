@@ -119,3 +119,51 @@ fn fields_no_expression_reads_are_not_converted() {
     assert!(object.field("metadata").is_none(), "metadata is not read");
     assert!(reads.old_object.is_none() && reads.request.is_none(), "{reads:?}");
 }
+
+const PARAMS_EXPRESSIONS: &[&str] = &[
+    "object.spec.replicas <= int(params.data.maxReplicas)",
+    "has(params.data.team) && params.data.team == object.metadata.labels.team",
+    "!has(params.data.absent)",
+    "params.data.all(k, k.size() < 20)",
+    "size(params.data) == 3",
+    "params.metadata.name == 'limits'",
+    "params.data.absent == 'x'",
+    "params != null",
+];
+
+#[test]
+fn parameter_objects_too_are_converted_only_as_far_as_they_are_read() {
+    let far = Instant::now() + Duration::from_secs(60);
+    let limits = Default::default();
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "limits", "namespace": "shop", "managedFields": [{"manager": "kubectl"}]},
+        "data": {"maxReplicas": "5", "team": "shop", "notes": "x".repeat(1000)}
+    });
+    let whole = portcullis_validator::cel::params(&config_map, Some(&portcullis_validator::reads::Reads::Whole));
+    let mut compared = 0;
+    for (i, expression) in PARAMS_EXPRESSIONS.iter().enumerate() {
+        let quoted = serde_json::to_string(expression).unwrap();
+        let yaml = format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p{i}}}\nspec:\n  \
+             paramKind: {{apiVersion: v1, kind: ConfigMap}}\n  paramRef: {{name: limits, parameterNotFoundAction: Deny}}\n  \
+             validations:\n    - expression: {quoted}\n"
+        );
+        let set = support::policies_with_cost_limit(&yaml, u64::MAX).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        let rules = &set.policies[0].cel;
+        if i == 0 {
+            let reads = rules.data_reads.params.as_ref().unwrap();
+            assert!(reads.field("metadata").is_none(), "only data.maxReplicas is read: {reads:?}");
+        }
+        let pruned = portcullis_validator::cel::params(&config_map, rules.data_reads.params.as_ref());
+        for review in reviews() {
+            let req = decode(&serde_json::to_vec(&review).unwrap()).unwrap();
+            let bindings = Bindings::of(&req, &set.cel_reads);
+            let expected = rules.evaluate(&bindings, Some(whole.as_ref()), limits, far);
+            let got = rules.evaluate(&bindings, Some(pruned.as_ref()), limits, far);
+            assert_eq!(got, expected, "{expression}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, PARAMS_EXPRESSIONS.len() * reviews().len());
+}
