@@ -600,3 +600,49 @@ pub fn to_cel(value: &Value) -> Box<dyn Val> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The keys of a converted map, sorted.
+    fn keys(value: &dyn Val) -> Vec<String> {
+        let map = value.downcast_ref::<CelMap>().expect("a map");
+        let mut keys: Vec<String> = map
+            .inner()
+            .keys()
+            .map(|k| match k {
+                CelMapKey::String(s) => s.inner().to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn bindings_hold_only_what_the_expressions_read() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "shop", "managedFields": [{"manager": "kubectl"}],
+                         "annotations": {"big": "x"}},
+            "data": {"a": "1"}, "status": {"phase": "x"}});
+        let review = portcullis_admission::manifest::as_review(object).unwrap();
+        let req = portcullis_admission::decode(&serde_json::to_vec(&review).unwrap()).unwrap();
+        let mut reads = DataReads::default();
+        for source in ["object.metadata.name == 'c'", "has(object.metadata.annotations)", "request.operation != ''"] {
+            reads.add(Program::compile(source).unwrap().expression());
+        }
+        let bindings = Bindings::of(&req, &reads);
+        assert_eq!(keys(bindings.object.as_ref()), ["metadata"]);
+        let metadata = bindings.object.downcast_ref::<CelMap>().unwrap().get_str("metadata").unwrap();
+        assert_eq!(keys(metadata), ["annotations", "name"]);
+        let annotations = metadata.downcast_ref::<CelMap>().unwrap().get_str("annotations").unwrap();
+        assert!(annotations.downcast_ref::<CelNull>().is_some(), "only has() reads it: a placeholder");
+        assert_eq!(keys(bindings.request.as_ref()), ["operation"]);
+        assert!(bindings.old_object.downcast_ref::<CelNull>().is_some(), "oldObject is not read");
+        let whole = Bindings::of(&req, &DataReads::everything());
+        assert_eq!(keys(whole.object.as_ref()), ["apiVersion", "data", "kind", "metadata", "status"]);
+    }
+}
