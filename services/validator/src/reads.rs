@@ -16,10 +16,6 @@ use std::collections::BTreeMap;
 
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
-/// The variables this module prunes (`variables` holds values the
-/// expressions made, `namespaceObject` is not bound).
-const PRUNED: [&str; 4] = ["object", "oldObject", "request", "params"];
-
 /// How much of a value expressions read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reads {
@@ -114,6 +110,9 @@ impl DataReads {
         }
     }
 
+    /// Widens what `variable` reads; names other than the four pruned
+    /// variables (`variables`, loop variables, `namespaceObject`) are not
+    /// kept.
     fn record(&mut self, variable: &str, reads: Reads) {
         if let Some(slot) = self.slot(variable) {
             match slot {
@@ -144,11 +143,10 @@ fn walk(expr: &IdedExpr, into: &mut DataReads) {
         Expr::Struct(structure) => structure.entries.iter().for_each(|e| entry(&e.expr, into)),
         Expr::Comprehension(c) => {
             // A loop variable named like request data hides it in the loop:
-            // read that variable whole rather than tell the two apart.
+            // read that variable whole rather than tell the two apart
+            // (`record` ignores every other name).
             for name in [Some(&c.iter_var), c.iter_var2.as_ref(), Some(&c.accu_var)].into_iter().flatten() {
-                if PRUNED.contains(&name.as_str()) {
-                    into.record(name, Reads::Whole);
-                }
+                into.record(name, Reads::Whole);
             }
             for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
                 walk(part, into);
