@@ -19,6 +19,7 @@ use portcullis_telemetry::traced;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    portcullis_server::memory::keep_pages_small();
     exit::code(run(Cli::parse()))
 }
 

@@ -20,6 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const SERVICE: &str = "portcullis-validator";
 
 fn main() -> ExitCode {
+    portcullis_server::memory::keep_pages_small();
     exit::code(run(Cli::parse()))
 }
 

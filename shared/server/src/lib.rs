@@ -11,8 +11,8 @@
 //! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
 //! `/metrics` ([`admin`]); polling reload of mounted files that survives the
 //! kubelet's `..data` symlink swap ([`watch`]); and the shutdown signal
-//! ([`shutdown`]); the offline commands' input ([`input`]) and how the
-//! binaries exit ([`exit`]). Decisions are not made here: a service hands the
+//! ([`shutdown`]); the offline commands' input ([`input`]), how the
+//! binaries exit ([`exit`]) and take memory ([`memory`]). Decisions are not made here: a service hands the
 //! handler a pure function from request to [`portcullis_admission::Decision`].
 
 #![forbid(unsafe_code)]
@@ -25,6 +25,7 @@ pub mod certificates;
 pub mod current;
 pub mod exit;
 pub mod input;
+pub mod memory;
 pub mod metrics;
 pub mod run;
 pub mod serve;
