@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
-use portcullis_admission::{Verdict, patch};
+use portcullis_admission::Verdict;
 use serde_json::{Value, json};
 
 /// The injector configuration every injector implements: one native
@@ -60,10 +59,9 @@ pub(crate) fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
     let text = std::fs::read(injector_config())?;
     let config = portcullis_injector::serve::parse(&vec![(injector_config(), text)])?;
     let outcome = portcullis_injector::mutate::mutate_pod(pod, &config);
-    let Verdict::Patch(mutated) = outcome.decision.verdict else {
+    let Verdict::Patch(patch) = outcome.decision.verdict else {
         anyhow::bail!("the injector did not patch the benchmark pod");
     };
-    let patch = patch::diff(pod, &mutated).context("the injector changed nothing in the benchmark pod")?;
     Ok(patch.into_bytes())
 }
 

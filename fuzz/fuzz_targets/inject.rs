@@ -1,7 +1,8 @@
 //! The injector on arbitrary pods with each shipped configuration: never a
-//! panic; the patch it answers, applied by an RFC 6902 implementation of
-//! our own (not the json-patch crate that made it), gives exactly the
-//! mutated pod; and a second pass over that pod changes nothing.
+//! panic; the patch it answers (computed from the parts of the pod it
+//! edits), applied by an RFC 6902 implementation of our own, gives exactly
+//! the pod that the same mutation of the whole pod gives; and a second pass
+//! over that pod changes nothing.
 
 #![no_main]
 
@@ -10,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use portcullis_admission::{Verdict, decode};
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{answer, examples, pod};
-use portcullis_injector::mutate::mutate;
+use portcullis_injector::mutate::{mutate, mutated_whole};
 use portcullis_test_support::rfc6902;
 use serde_json::Value;
 
@@ -22,11 +23,10 @@ fuzz_target!(|data: &[u8]| {
     // The pod as the injector read it: what the patch is relative to.
     let Some(original) = req.object.clone() else { return };
     let decision = mutate(&req, config).decision;
-    let mutated = match &decision.verdict {
-        Verdict::Patch(mutated) => mutated.clone(),
-        Verdict::Allow => original.clone(),
-        Verdict::Deny { .. } => panic!("the injector never denies: {decision:?}"),
-    };
+    if let Verdict::Deny { .. } = decision.verdict {
+        panic!("the injector never denies: {decision:?}");
+    }
+    let mutated = mutated_whole(&original, config).unwrap_or_else(|| original.clone());
     let mut patched = original.clone();
     if let Some(patch) = answer(decision, &req) {
         rfc6902::apply(&mut patched, &patch).unwrap_or_else(|e| panic!("the patch does not apply: {e}\n{patch}"));

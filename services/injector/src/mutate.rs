@@ -46,14 +46,46 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// Injects the pod's templates, rewrites its images and applies defaults.
 /// Running it again on its own output changes nothing.
 pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
+    let (previous, mut warnings) = match start(original) {
+        Ok(start) => start,
+        Err(outcome) => return *outcome,
+    };
+    let before = pod::editable(original, &previous);
+    let mut mutated = before.clone();
+    let (status, images_rewritten) = inject_all(&mut mutated, original, config, &previous, &mut warnings);
+    Outcome {
+        decision: Decision {
+            verdict: Verdict::changes(&before, &mutated),
+            warnings,
+            applied: status.templates,
+            ..Decision::default()
+        },
+        images_rewritten,
+    }
+}
+
+/// The pod [`mutate_pod`]'s patch makes of `original`, made the slow way:
+/// the same mutation on a copy of the whole pod instead of its
+/// [`pod::editable`] parts. The reference the tests and the fuzz target
+/// hold the patch to; `None` when the pod is left alone.
+pub fn mutated_whole(original: &Value, config: &Config) -> Option<Value> {
+    let (previous, mut warnings) = start(original).ok()?;
+    let mut pod = original.clone();
+    inject_all(&mut pod, original, config, &previous, &mut warnings);
+    Some(pod)
+}
+
+/// What the mutation of a CREATE starts from: the previous pass's status
+/// and the warnings so far; or, for a pod left alone, the outcome.
+fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
     if leave_alone(original) {
-        return Outcome::default();
+        return Err(Box::default());
     }
     let Some(spec) = original.get("spec").filter(|s| s.is_object()) else {
-        return unchanged("the pod has no spec".into());
+        return Err(Box::new(unchanged("the pod has no spec".into())));
     };
     if let Some(problem) = pod::unnamed_or_duplicate(spec) {
-        return unchanged(problem);
+        return Err(Box::new(unchanged(problem)));
     }
     let mut warnings = Vec::new();
     let previous = match pod::annotation(original, STATUS_ANNOTATION).map(serde_json::from_str::<Status>) {
@@ -64,23 +96,32 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
         }
         None => Status::default(),
     };
-    let mut mutated = original.clone();
+    Ok((previous, warnings))
+}
+
+/// The whole mutation of a CREATE, done on `pod`: the original pod or its
+/// [`pod::editable`] parts, with the same result on those parts. Reads the
+/// pod's choices (templates, host network) from `original`. Returns what it
+/// recorded in the status annotation and the count of images rewritten.
+fn inject_all(
+    pod: &mut Value,
+    original: &Value,
+    config: &Config,
+    previous: &Status,
+    warnings: &mut Vec<String>,
+) -> (Status, usize) {
     let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
-    let templates = selected_templates(original, config, &mut warnings);
+    let templates = selected_templates(original, config, warnings);
     let mut status = Status::default();
-    let spec = pod::object_mut(&mut mutated).entry("spec").or_insert(Value::Null);
-    inject::remove(spec, &previous);
+    let spec = pod::object_mut(pod).entry("spec").or_insert(Value::Null);
+    inject::remove(spec, previous);
     for template in templates.into_iter().filter(|t| !(t.skip_host_network && host_network)) {
-        inject::apply(spec, template, &mut status, &mut warnings);
+        inject::apply(spec, template, &mut status, warnings);
     }
-    let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, &previous, &mut status);
-    apply_defaults(&mut mutated, &config.defaults);
-    write_status(&mut mutated, &status);
-    let applied = status.templates;
-    Outcome {
-        decision: Decision { verdict: Verdict::Patch(mutated), warnings, applied, ..Decision::default() },
-        images_rewritten,
-    }
+    let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, previous, &mut status);
+    apply_defaults(pod, &config.defaults);
+    write_status(pod, &status);
+    (status, images_rewritten)
 }
 
 /// Allows a pod the injector cannot work on unchanged, saying why.
@@ -165,7 +206,8 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
     if let Some(problem) = pod.get("spec").and_then(pod::unnamed_or_duplicate) {
         return unchanged(problem);
     }
-    let mut mutated = pod.clone();
+    let before = pod::editable(pod, &previous);
+    let mut mutated = before.clone();
     let Some(spec) = mutated.get_mut("spec") else {
         return Outcome::default();
     };
@@ -188,7 +230,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
                 .collect();
         }
     }
-    decision.verdict = Verdict::Patch(mutated);
+    decision.verdict = Verdict::changes(&before, &mutated);
     Outcome { decision, images_rewritten: rewritten }
 }
 

@@ -33,10 +33,10 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             }
             Output::Object => {
-                let object = match decision.verdict {
-                    Verdict::Patch(mutated) => mutated,
-                    Verdict::Allow | Verdict::Deny { .. } => req.object.unwrap_or(Value::Null),
-                };
+                let mut object = req.object.unwrap_or(Value::Null);
+                if let Verdict::Patch(patch) = &decision.verdict {
+                    patch.apply_to(&mut object).context("the injector's own patch does not apply")?;
+                }
                 if !first {
                     writeln!(out, "---")?;
                 }

@@ -9,9 +9,74 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::config::object_name;
+use crate::status::Status;
 
 /// The pod spec's lists of containers, whose names are unique together.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+/// The fields of a container the injector reads or writes: everything
+/// else (ports, env, resources...) is never copied.
+const CONTAINER_FIELDS: [&str; 4] = ["name", "image", "imagePullPolicy", "volumeMounts"];
+
+/// The spec's fields besides the container lists that the injector
+/// changes, copied whole: lists it appends to or removes from, and a flag.
+const SPEC_FIELDS: [&str; 3] = ["volumes", "imagePullSecrets", "enableServiceLinks"];
+
+/// The parts of `pod` that the injector may change, at the same paths as
+/// in the pod: `metadata.labels` and `annotations`, the [`SPEC_FIELDS`],
+/// and of each container only the [`CONTAINER_FIELDS`], unless its items
+/// move. The injector edits
+/// a copy of this and diffs it with this, instead of copying and diffing
+/// the whole pod: the patch is the same, since nothing outside these parts
+/// ever changes, and the cost follows what the injector touches, not the
+/// pod's size.
+///
+/// A container list whose items can move is copied whole, since the diff
+/// compares items position by position: `initContainers`, where injected
+/// ones go first, and `containers` when `previous` injected some, which
+/// come out.
+pub fn editable(pod: &Value, previous: &Status) -> Value {
+    let Value::Object(fields) = pod else {
+        return pod.clone();
+    };
+    let mut out = Map::new();
+    if let Some(metadata) = fields.get("metadata") {
+        out.insert("metadata".to_owned(), only(metadata, &["labels", "annotations"]));
+    }
+    if let Some(spec) = fields.get("spec") {
+        let mut copy = match spec {
+            Value::Object(_) => only(spec, &SPEC_FIELDS),
+            other => other.clone(),
+        };
+        if let (Value::Object(copy), Value::Object(spec)) = (&mut copy, spec) {
+            for list in CONTAINER_LISTS {
+                let items_move = match list {
+                    "initContainers" => true,
+                    "containers" => !previous.containers.is_empty(),
+                    _ => false,
+                };
+                let value = match spec.get(list) {
+                    Some(Value::Array(items)) if !items_move => {
+                        Value::Array(items.iter().map(|item| only(item, &CONTAINER_FIELDS)).collect())
+                    }
+                    Some(other) => other.clone(),
+                    None => continue,
+                };
+                copy.insert(list.to_owned(), value);
+            }
+        }
+        out.insert("spec".to_owned(), copy);
+    }
+    Value::Object(out)
+}
+
+/// The `keys` of `value` if it is an object; anything else whole.
+fn only(value: &Value, keys: &[&str]) -> Value {
+    let Value::Object(map) = value else {
+        return value.clone();
+    };
+    Value::Object(keys.iter().filter_map(|&key| Some((key.to_owned(), map.get(key)?.clone()))).collect())
+}
 
 /// Why the spec's containers cannot be told apart by name, if they cannot:
 /// a container without a name, or a name used twice. The API server

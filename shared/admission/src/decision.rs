@@ -3,7 +3,7 @@
 use kube::core::admission::AdmissionResponse;
 use serde_json::Value;
 
-use crate::{Request, patch};
+use crate::{JsonPatch, Request, patch};
 
 /// What a decision does with the request: exactly one of three, so that a
 /// denied request can never also carry a patch.
@@ -12,9 +12,11 @@ pub enum Verdict {
     /// Admit the request as it is.
     #[default]
     Allow,
-    /// Admit the request with its object replaced by this one; the response
-    /// carries the patch from the request's object to it (none when equal).
-    Patch(Value),
+    /// Admit the request with this patch applied to its object: the
+    /// decision computes it (with [`crate::patch::diff`] of what it
+    /// changed), so that the response needs neither a copy of the whole
+    /// object nor a diff of it.
+    Patch(JsonPatch),
     /// Refuse the request.
     Deny {
         /// HTTP-style status code (403 for a policy refusal).
@@ -22,6 +24,16 @@ pub enum Verdict {
         /// The message kubectl shows the user.
         message: String,
     },
+}
+
+impl Verdict {
+    /// [`Verdict::Patch`] with the patch that turns `before` into `after`,
+    /// or [`Verdict::Allow`] when they are equal. `before` is the request's
+    /// object or any part of it that keeps the object's paths (what a
+    /// decision copied out to edit).
+    pub fn changes(before: &Value, after: &Value) -> Self {
+        patch::diff(before, after).map_or(Self::Allow, Self::Patch)
+    }
 }
 
 /// The outcome of a decision function: its [`Verdict`], and what goes with
@@ -63,26 +75,22 @@ impl Decision {
         matches!(self.verdict, Verdict::Deny { .. })
     }
 
-    /// Builds the response for `req`, computing the patch from the request's
-    /// object to a [`Verdict::Patch`] object. Returns the response and the
-    /// number of patch operations.
+    /// Builds the response for `req`. Returns the response and the number
+    /// of patch operations.
     pub fn respond(self, req: &Request) -> (AdmissionResponse, usize) {
         let mut response = AdmissionResponse::from(&req.inner);
         if !self.warnings.is_empty() {
             response.warnings = Some(self.warnings);
         }
         response.audit_annotations.extend(self.audit_annotations);
-        let patch = match (self.verdict, &req.object) {
-            (Verdict::Deny { code, message }, _) => {
+        let patch = match self.verdict {
+            Verdict::Deny { code, message } => {
                 let mut response = response.deny(message);
                 response.result.code = code;
                 return (response, 0);
             }
-            (Verdict::Patch(mutated), Some(original)) => patch::diff(original, &mutated),
-            (Verdict::Patch(_) | Verdict::Allow, _) => None,
-        };
-        let Some(patch) = patch else {
-            return (response, 0);
+            Verdict::Allow => return (response, 0),
+            Verdict::Patch(patch) => patch,
         };
         let operations = patch.operations();
         // `encode` writes the patch type of a response with a patch.

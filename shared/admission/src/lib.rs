@@ -23,7 +23,7 @@ mod review;
 pub mod selector;
 
 pub use decision::{Decision, Verdict};
-pub use patch::JsonPatch;
+pub use patch::{ApplyError, JsonPatch};
 pub use review::{DecodeError, Request, decode, encode, existing};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that

@@ -34,6 +34,26 @@ impl JsonPatch {
     pub fn operations(&self) -> usize {
         self.operations
     }
+
+    /// Applies the patch to `target` (the value it was computed from, or
+    /// one with the same paths), as the API server will: for showing the
+    /// result offline, never on the admission path.
+    pub fn apply_to(&self, target: &mut Value) -> Result<(), ApplyError> {
+        let operations: json_patch::Patch = serde_json::from_slice(&self.json).map_err(ApplyError::Read)?;
+        json_patch::patch(target, &operations).map_err(ApplyError::Apply)
+    }
+}
+
+/// Why a [`JsonPatch`] did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The patch's text is not a JSON Patch (it always is when made by
+    /// [`diff`]).
+    #[error("the patch is not a JSON Patch")]
+    Read(#[source] serde_json::Error),
+    /// An operation's path or test does not hold for the target.
+    #[error("the patch does not apply")]
+    Apply(#[source] json_patch::PatchError),
 }
 
 /// The RFC 6902 patch that turns `original` into `mutated`, or `None` when

@@ -26,12 +26,13 @@ impl Webhook for Labeller {
         if self.stall {
             std::future::pending::<()>().await;
         }
-        let mut object = req.object.clone().unwrap_or_default();
-        if object["metadata"]["name"] == "forbidden" {
+        let original = req.object.clone().unwrap_or_default();
+        if original["metadata"]["name"] == "forbidden" {
             return Decision::deny(403, "pods named forbidden are not admitted");
         }
+        let mut object = original.clone();
         object["metadata"]["labels"] = json!({"checked": "yes"});
-        Decision { verdict: Verdict::Patch(object), ..Decision::default() }
+        Decision { verdict: Verdict::changes(&original, &object), ..Decision::default() }
     }
 
     fn kind_label(&self, _: &Request) -> &'static str {
