@@ -24,7 +24,8 @@ fn configs() -> Vec<Config> {
     let mut configs: Vec<Config> = files
         .iter()
         .map(|file| {
-            let contents = portcullis_server::watch::read_all(std::slice::from_ref(file)).expect("the configuration is readable");
+            let contents =
+                portcullis_server::watch::read_all(std::slice::from_ref(file)).expect("the configuration is readable");
             portcullis_injector::serve::parse(&contents).expect("the configuration is valid")
         })
         .collect();
