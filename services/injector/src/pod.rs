@@ -18,18 +18,20 @@ pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemer
 /// else (ports, env, resources...) is never copied.
 const CONTAINER_FIELDS: [&str; 4] = ["name", "image", "imagePullPolicy", "volumeMounts"];
 
+/// The metadata fields the injector changes, copied whole.
+const METADATA_FIELDS: [&str; 2] = ["labels", "annotations"];
+
 /// The spec's fields besides the container lists that the injector
 /// changes, copied whole: lists it appends to or removes from, and a flag.
 const SPEC_FIELDS: [&str; 3] = ["volumes", "imagePullSecrets", "enableServiceLinks"];
 
 /// The parts of `pod` that the injector may change, at the same paths as
-/// in the pod: `metadata.labels` and `annotations`, the [`SPEC_FIELDS`],
-/// and of each container only the [`CONTAINER_FIELDS`], unless its items
-/// move. The injector edits
-/// a copy of this and diffs it with this, instead of copying and diffing
-/// the whole pod: the patch is the same, since nothing outside these parts
-/// ever changes, and the cost follows what the injector touches, not the
-/// pod's size.
+/// in the pod: the [`METADATA_FIELDS`], the [`SPEC_FIELDS`], and of each
+/// container only the [`CONTAINER_FIELDS`], unless its items move. The
+/// injector edits a copy of this and diffs it with this, instead of copying
+/// and diffing the whole pod: the patch is the same, since nothing outside
+/// these parts ever changes, and the cost follows what the injector
+/// touches, not the pod's size (ADR 0006).
 ///
 /// A container list whose items can move is copied whole, since the diff
 /// compares items position by position: `initContainers`, where injected
@@ -41,7 +43,7 @@ pub fn editable(pod: &Value, previous: &Status) -> Value {
     };
     let mut out = Map::new();
     if let Some(metadata) = fields.get("metadata") {
-        out.insert("metadata".to_owned(), only(metadata, &["labels", "annotations"]));
+        out.insert("metadata".to_owned(), only(metadata, &METADATA_FIELDS));
     }
     if let Some(spec) = fields.get("spec") {
         let mut copy = match spec {
