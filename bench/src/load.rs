@@ -43,6 +43,11 @@ pub(crate) struct Summary {
     pub p50_us: f64,
     /// 99th percentile latency, µs.
     pub p99_us: f64,
+    /// CPU time the server process spent per answered request, µs (webhook
+    /// level, where each server is a process of its own; measured by the
+    /// caller around the load, so absent from `load`'s own output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us: Option<f64>,
 }
 
 /// Runs `request` in `concurrency` closed loops for `duration` (after each
@@ -97,6 +102,7 @@ fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summ
         rate: latencies.len() as f64 / duration.as_secs_f64(),
         p50_us: quantile(0.50),
         p99_us: quantile(0.99),
+        server_cpu_us: None,
     }
 }
 

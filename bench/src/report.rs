@@ -93,6 +93,12 @@ impl Row {
         self.spread(|s| s.rate)
     }
 
+    /// The server's CPU time per request, when every round measured it.
+    fn cpu(&self) -> Option<Spread> {
+        let rounds: Option<Vec<f64>> = self.rounds.iter().map(|s| s.server_cpu_us).collect();
+        rounds.filter(|r| !r.is_empty()).map(Spread::of)
+    }
+
     fn failures(&self) -> u64 {
         self.rounds.iter().map(|s| s.failures).sum()
     }
@@ -180,17 +186,18 @@ impl Report {
     pub(crate) fn print_webhook(&self) {
         println!("\n{} ({} rounds)\n", Level::Webhook.title(), self.settings.rounds);
         println!(
-            "{:<36} {:>26} {:>22} {:>22} {:>9} {:>15}",
-            "server", "requests/s", "p50 µs", "p99 µs", "failures", "answer bytes"
+            "{:<36} {:>26} {:>22} {:>22} {:>22} {:>9} {:>15}",
+            "server", "requests/s", "p50 µs", "p99 µs", "server CPU µs/request", "failures", "answer bytes"
         );
         for row in &self.webhook {
             let (p50, p99) = (row.spread(|s| s.p50_us), row.spread(|s| s.p99_us));
             println!(
-                "{:<36} {:>26} {:>22} {:>22} {:>9} {:>15}",
+                "{:<36} {:>26} {:>22} {:>22} {:>22} {:>9} {:>15}",
                 row.name,
                 row.rate().to_string(),
                 p50.to_string(),
                 p99.to_string(),
+                row.cpu().map(|c| c.to_string()).unwrap_or_else(|| "-".to_owned()),
                 row.failures(),
                 row.response_bytes.unwrap_or_default()
             );
@@ -234,6 +241,21 @@ impl Report {
                 goal_line(what, a.paired(b, |x, y| x.rate / y.rate.max(f64::MIN_POSITIVE)), goal, true);
             }
         }
+        // The same goals in CPU time per request: what one core could answer
+        // if the load generator kept up with every server (it may not with
+        // the fastest, which makes the requests/s ratios look better).
+        for (other, goal, what) in [
+            ("controller-runtime injector (Go)", 5.0, "controller-runtime's CPU per request ÷ injector's"),
+            ("no-op TLS server (ceiling)", 0.5, "the no-op ceiling's CPU per request ÷ injector's"),
+        ] {
+            let (Some(a), Some(b)) = (injector, Self::row(&self.webhook, other)) else { continue };
+            if a.cpu().is_some() && b.cpu().is_some() {
+                let ratio = |x: &Summary, y: &Summary| {
+                    y.server_cpu_us.unwrap_or_default() / x.server_cpu_us.unwrap_or_default().max(f64::MIN_POSITIVE)
+                };
+                goal_line(what, a.paired(b, ratio), goal, true);
+            }
+        }
         for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
             let Some(baseline) = rows.first() else { continue };
             let cost = |name: &str| Self::row(rows, name).map(|r| r.added_costs(baseline));
@@ -271,6 +293,10 @@ impl Report {
             title: "webhook level: requests/s (one core)".to_owned(),
             bars: self.webhook.iter().map(|r| (r.name, r.rate())).collect(),
         }];
+        let cpu: Vec<_> = self.webhook.iter().filter_map(|r| Some((r.name, r.cpu()?))).collect();
+        if !cpu.is_empty() {
+            charts.push(Chart { title: "webhook level: server CPU µs per request".to_owned(), bars: cpu });
+        }
         for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
             let Some(baseline) = rows.first() else { continue };
             charts.push(Chart {

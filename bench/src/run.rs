@@ -94,7 +94,21 @@ pub(crate) struct Contender {
     pub name: &'static str,
     /// Where it answers AdmissionReviews.
     pub url: String,
-    _process: Process,
+    process: Process,
+}
+
+impl Contender {
+    /// The CPU time its process (every thread) has used so far, from
+    /// `/proc/PID/stat` (`utime` + `stime`, in the kernel's fixed 100 ticks
+    /// a second); `None` where that cannot be read. The launcher (`taskset`,
+    /// `env`) execs the server, so the child's PID is the server's.
+    fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.child.id())).ok()?;
+        // The command name, in parentheses, may hold spaces: count fields after it.
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        let (utime, stime): (u64, u64) = (fields.nth(11)?.parse().ok()?, fields.next()?.parse().ok()?);
+        Some(Duration::from_millis((utime + stime) * 10))
+    }
 }
 
 /// Which server to start.
@@ -170,7 +184,7 @@ impl Server {
         };
         let (process, addrs) = Process::spawn_reporting(command, keys, false);
         let addr: SocketAddr = addrs[0];
-        Ok(Contender { name: self.name(), url: format!("https://{addr}{path}"), _process: process })
+        Ok(Contender { name: self.name(), url: format!("https://{addr}{path}"), process })
     }
 }
 
@@ -227,8 +241,13 @@ async fn webhook_level(args: &Args, files: &Files) -> anyhow::Result<Vec<Row>> {
     for round in 1..=args.rounds {
         for (contender, row) in contenders.iter().zip(&mut rows) {
             progress(&format!("webhook level, round {round}/{}: {}", args.rounds, contender.name));
-            let summary = load_process(args, files, &contender.url, load_core)
+            let before = contender.cpu_time();
+            let mut summary = load_process(args, files, &contender.url, load_core)
                 .with_context(|| format!("load against {}", contender.name))?;
+            if let (Some(before), Some(after)) = (before, contender.cpu_time()) {
+                summary.server_cpu_us =
+                    Some(after.saturating_sub(before).as_secs_f64() * 1e6 / summary.requests.max(1) as f64);
+            }
             row.rounds.push(summary);
         }
     }
