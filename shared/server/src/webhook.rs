@@ -152,12 +152,15 @@ async fn answer<W: Webhook>(
     }
     let inner = &req.inner;
     let operation = operation_label(&inner.operation);
-    span.record("uid", inner.uid.as_str());
-    span.record("operation", operation);
-    span.record("kind", inner.kind.kind.as_str());
-    span.record("namespace", inner.namespace.as_deref().unwrap_or_default());
-    span.record("object_name", inner.name.as_str());
-    span.record("dry_run", inner.dry_run);
+    tracing::record_all!(
+        span,
+        uid = inner.uid.as_str(),
+        operation = operation,
+        kind = inner.kind.kind.as_str(),
+        namespace = inner.namespace.as_deref().unwrap_or_default(),
+        object_name = inner.name.as_str(),
+        dry_run = inner.dry_run,
+    );
 
     let req = Arc::new(req);
     let decision = state.webhook.clone().decision(req.clone()).await;
