@@ -1,15 +1,18 @@
 //! Sends the benchmark's review N times through the injector's whole HTTP
 //! handler, as `serve` builds it (router, body limit, timeout, admission
 //! span, metrics, decision, response), with the production subscriber
-//! installed (plain logs at `info`, no span export), but without TLS and
-//! sockets: the part of a request's cost that is the webhook's own rather
-//! than the transport's. Compare with `admit`, which is the decision path
-//! alone (docs/BENCHMARKS.md):
+//! installed (plain logs at `PORTCULLIS_LOG_LEVEL`, `info` by default, no
+//! span export), but without TLS and sockets: the part of a request's cost
+//! that is the webhook's own rather than the transport's. Compare with
+//! `admit`, which is the decision path alone (docs/BENCHMARKS.md). The
+//! requests are polled inside the runtime, not inside `route_all`, so
+//! count the whole run twice and take the difference:
 //!
 //! ```sh
 //! cargo build --release -p portcullis-injector --example route
-//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*route_all*' \
-//!   target/release/examples/route services/injector/tests/data/config.yaml 100
+//! valgrind --tool=callgrind target/release/examples/route services/injector/tests/data/config.yaml 200
+//! valgrind --tool=callgrind target/release/examples/route services/injector/tests/data/config.yaml 400
+//! # per request = (total at 400 - total at 200) / 200
 //! ```
 
 use std::path::Path;
