@@ -1,6 +1,6 @@
 //! The injector on arbitrary pods with each shipped configuration: never a
 //! panic; the patch it answers (computed from the parts of the pod it
-//! edits), applied by an RFC 6902 implementation of our own, gives exactly
+//! reads, `pod::decode`), applied by an RFC 6902 implementation of our own, gives exactly
 //! the pod that the same mutation of the whole pod gives; and a second pass
 //! over that pod changes nothing.
 
@@ -19,9 +19,11 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let (Ok(config), Ok(pod)) = (u.choose(&examples::INJECTORS), pod::pod(&mut u)) else { return };
     let envelope = Envelope::pod_create();
-    let Ok(req) = decode(&envelope.body(Some(&pod), None)) else { return };
-    // The pod as the injector read it: what the patch is relative to.
-    let Some(original) = req.object.clone() else { return };
+    let body = envelope.body(Some(&pod), None);
+    // The pod as sent, which the patch applies to; the injector reads only
+    // its editable parts.
+    let (Ok(whole), Ok(req)) = (decode(&body), portcullis_injector::pod::decode(&body)) else { return };
+    let Some(original) = whole.object else { return };
     let decision = mutate(&req, config).decision;
     if let Verdict::Deny { .. } = decision.verdict {
         panic!("the injector never denies: {decision:?}");
@@ -33,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(patched, mutated, "the patch does not give the mutated pod");
 
-    let again = decode(&envelope.body(Some(&mutated), None)).unwrap_or_else(|e| panic!("the mutated pod: {e}"));
+    let again = portcullis_injector::pod::decode(&envelope.body(Some(&mutated), None))
+        .unwrap_or_else(|e| panic!("the mutated pod: {e}"));
     let second = answer(mutate(&again, config).decision, &again);
     assert_eq!(second, None::<Value>, "a second pass changed the pod\nfirst: {mutated}");
 });

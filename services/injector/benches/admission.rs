@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use portcullis_admission::{decode, encode};
+use portcullis_admission::encode;
+use portcullis_injector::pod::decode;
 use portcullis_injector::webhook::Injector;
 
 /// The allocator the service binary runs with (its `main.rs`), so that the

@@ -14,8 +14,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use portcullis_admission::{decode, encode};
+use portcullis_admission::encode;
 use portcullis_injector::config::Config;
+use portcullis_injector::pod::decode;
 use portcullis_injector::webhook::Injector;
 
 #[global_allocator]

@@ -44,18 +44,19 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 }
 
 /// Injects the pod's templates, rewrites its images and applies defaults.
-/// Running it again on its own output changes nothing.
+/// Running it again on its own output changes nothing. `original` is the
+/// pod as [`pod::decode`] reads it (its [`pod::Editable`] parts) or whole:
+/// the patch is the same.
 pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     let (previous, mut warnings) = match start(original) {
         Ok(start) => start,
         Err(outcome) => return *outcome,
     };
-    let before = pod::editable(original, &previous);
-    let mut mutated = before.clone();
+    let mut mutated = original.clone();
     let (status, images_rewritten) = inject_all(&mut mutated, original, config, &previous, &mut warnings);
     Outcome {
         decision: Decision {
-            verdict: Verdict::changes(&before, &mutated),
+            verdict: Verdict::changes(original, &mutated),
             warnings,
             applied: status.templates,
             ..Decision::default()
@@ -64,10 +65,10 @@ pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
     }
 }
 
-/// The pod [`mutate_pod`]'s patch makes of `original`, made the slow way:
-/// the same mutation on a copy of the whole pod instead of its
-/// [`pod::editable`] parts. The reference the tests and the fuzz target
-/// hold the patch to; `None` when the pod is left alone.
+/// The pod [`mutate_pod`]'s patch makes of the whole `original`, made
+/// without a patch: the same mutation on a copy of the whole pod. The
+/// reference the tests and the fuzz target hold the patch from the pod's
+/// [`pod::Editable`] parts to; `None` when the pod is left alone.
 pub fn mutated_whole(original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
@@ -99,8 +100,9 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
     Ok((previous, warnings))
 }
 
-/// The whole mutation of a CREATE, done on `pod`: the original pod or its
-/// [`pod::editable`] parts, with the same result on those parts. Reads the
+/// The whole mutation of a CREATE, done on `pod`: a copy of the original
+/// pod, whole or its [`pod::Editable`] parts, with the same result on
+/// those parts. Reads the
 /// pod's choices (templates, host network) from `original`. Returns what it
 /// recorded in the status annotation and the count of images rewritten.
 fn inject_all(
@@ -206,8 +208,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
     if let Some(problem) = pod.get("spec").and_then(pod::unnamed_or_duplicate) {
         return unchanged(problem);
     }
-    let before = pod::editable(pod, &previous);
-    let mut mutated = before.clone();
+    let mut mutated = pod.clone();
     let Some(spec) = mutated.get_mut("spec") else {
         return Outcome::default();
     };
@@ -230,7 +231,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
                 .collect();
         }
     }
-    decision.verdict = Verdict::changes(&before, &mutated);
+    decision.verdict = Verdict::changes(pod, &mutated);
     Outcome { decision, images_rewritten: rewritten }
 }
 

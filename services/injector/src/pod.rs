@@ -1,4 +1,5 @@
-//! Small helpers over a pod (or container) as JSON: lists of named items.
+//! A pod as the injector reads it (the parts it may change), and small
+//! helpers over a pod (or container) as JSON: lists of named items.
 //!
 //! The injector edits JSON rather than typed structs so that fields it does
 //! not know (newer API versions) pass through untouched and the diff holds
@@ -6,6 +7,9 @@
 
 use std::collections::BTreeSet;
 
+use portcullis_admission::names::STATUS_ANNOTATION;
+use portcullis_admission::parts::{ObjectParts, Parts};
+use portcullis_admission::{DecodeError, Request, decode_parts};
 use serde_json::{Map, Value};
 
 use crate::config::object_name;
@@ -14,70 +18,61 @@ use crate::status::Status;
 /// The pod spec's lists of containers, whose names are unique together.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
 
+/// The parts of a pod the injector reads or may change, and all it builds
+/// of a request's pod ([`decode`]): `apiVersion` and `kind` (checked
+/// against the request); `metadata.labels` and `annotations`; of the spec,
+/// `hostNetwork`, the lists it appends to or removes from, a flag, the
+/// init containers whole (injected ones go first, so their items move),
+/// and of the other containers only what it reads or writes. The injector
+/// edits a copy of these parts and diffs it with them: the patch is the
+/// same as from the whole pod, since nothing else is read or changed, and
+/// the cost follows what the injector touches, not the pod's size (ADR
+/// 0006).
+#[derive(Debug)]
+pub struct Editable;
+
 /// The fields of a container the injector reads or writes: everything
-/// else (ports, env, resources...) is never copied.
-const CONTAINER_FIELDS: [&str; 4] = ["name", "image", "imagePullPolicy", "volumeMounts"];
+/// else (ports, env, resources, probes...) is never built.
+const CONTAINER: Parts = Parts::Fields(&[
+    ("name", Parts::All),
+    ("image", Parts::All),
+    ("imagePullPolicy", Parts::All),
+    ("volumeMounts", Parts::All),
+]);
 
-/// The metadata fields the injector changes, copied whole.
-const METADATA_FIELDS: [&str; 2] = ["labels", "annotations"];
-
-/// The spec's fields besides the container lists that the injector
-/// changes, copied whole: lists it appends to or removes from, and a flag.
-const SPEC_FIELDS: [&str; 3] = ["volumes", "imagePullSecrets", "enableServiceLinks"];
-
-/// The parts of `pod` that the injector may change, at the same paths as
-/// in the pod: the [`METADATA_FIELDS`], the [`SPEC_FIELDS`], and of each
-/// container only the [`CONTAINER_FIELDS`], unless its items move. The
-/// injector edits a copy of this and diffs it with this, instead of copying
-/// and diffing the whole pod: the patch is the same, since nothing outside
-/// these parts ever changes, and the cost follows what the injector
-/// touches, not the pod's size (ADR 0006).
-///
-/// A container list whose items can move is copied whole, since the diff
-/// compares items position by position: `initContainers`, where injected
-/// ones go first, and `containers` when `previous` injected some, which
-/// come out.
-pub fn editable(pod: &Value, previous: &Status) -> Value {
-    let Value::Object(fields) = pod else {
-        return pod.clone();
-    };
-    let mut out = Map::new();
-    if let Some(metadata) = fields.get("metadata") {
-        out.insert("metadata".to_owned(), only(metadata, &METADATA_FIELDS));
-    }
-    if let Some(spec) = fields.get("spec") {
-        let mut copy = match spec {
-            Value::Object(_) => only(spec, &SPEC_FIELDS),
-            other => other.clone(),
-        };
-        if let (Value::Object(copy), Value::Object(spec)) = (&mut copy, spec) {
-            for list in CONTAINER_LISTS {
-                let items_move = match list {
-                    "initContainers" => true,
-                    "containers" => !previous.containers.is_empty(),
-                    _ => false,
-                };
-                let value = match spec.get(list) {
-                    Some(Value::Array(items)) if !items_move => {
-                        Value::Array(items.iter().map(|item| only(item, &CONTAINER_FIELDS)).collect())
-                    }
-                    Some(other) => other.clone(),
-                    None => continue,
-                };
-                copy.insert(list.to_owned(), value);
-            }
-        }
-        out.insert("spec".to_owned(), copy);
-    }
-    Value::Object(out)
+impl ObjectParts for Editable {
+    const PARTS: Parts = Parts::Fields(&[
+        ("apiVersion", Parts::All),
+        ("kind", Parts::All),
+        ("metadata", Parts::Fields(&[("labels", Parts::All), ("annotations", Parts::All)])),
+        (
+            "spec",
+            Parts::Fields(&[
+                ("hostNetwork", Parts::All),
+                ("enableServiceLinks", Parts::All),
+                ("volumes", Parts::All),
+                ("imagePullSecrets", Parts::All),
+                ("initContainers", Parts::All),
+                ("containers", Parts::Items(&CONTAINER)),
+                ("ephemeralContainers", Parts::Items(&CONTAINER)),
+            ]),
+        ),
+    ]);
 }
 
-/// The `keys` of `value` if it is an object; anything else whole.
-fn only(value: &Value, keys: &[&str]) -> Value {
-    let Value::Object(map) = value else {
-        return value.clone();
-    };
-    Value::Object(keys.iter().filter_map(|&key| Some((key.to_owned(), map.get(key)?.clone()))).collect())
+/// Reads a review, building of its pod only the [`Editable`] parts. A pod
+/// that an earlier pass injected app containers into is read whole: taking
+/// them out moves the containers after them, and the diff, which compares
+/// list items by position, then writes those items whole.
+pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
+    let req = decode_parts::<Editable>(body)?;
+    let injected_containers = req
+        .object
+        .as_ref()
+        .and_then(|pod| annotation(pod, STATUS_ANNOTATION))
+        .and_then(|text| serde_json::from_str::<Status>(text).ok())
+        .is_some_and(|previous| !previous.containers.is_empty());
+    if injected_containers { portcullis_admission::decode(body) } else { Ok(req) }
 }
 
 /// Why the spec's containers cannot be told apart by name, if they cannot:

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use portcullis_admission::{Decision, Request};
+use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_server::Current;
 use portcullis_server::webhook::Webhook;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -66,6 +66,10 @@ impl Injector {
 }
 
 impl Webhook for Injector {
+    fn decode(&self, body: &[u8]) -> Result<Request, DecodeError> {
+        crate::pod::decode(body)
+    }
+
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
         std::future::ready(self.decide(&req))
     }

@@ -1,5 +1,5 @@
-//! The injector edits only the parts of a pod it may change
-//! (`pod::editable`) and diffs those; on generated pods, with every shipped
+//! The injector reads only the parts of a pod it may change
+//! (`pod::Editable`) and diffs those; on generated pods, with every shipped
 //! configuration and on a second pass after the configuration changed, the
 //! patch it answers must give exactly the pod that the same mutation of the
 //! whole pod gives (`mutate::mutated_whole`).

@@ -18,13 +18,14 @@ pub mod image;
 pub mod json;
 pub mod manifest;
 pub mod names;
+pub mod parts;
 pub mod patch;
 mod review;
 pub mod selector;
 
 pub use decision::{Decision, Verdict};
 pub use patch::{ApplyError, JsonPatch};
-pub use review::{DecodeError, Request, decode, encode, existing};
+pub use review::{DecodeError, Request, decode, decode_parts, encode, existing};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that
 /// services share one version of them.

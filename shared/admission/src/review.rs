@@ -7,6 +7,8 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde_json::{Value, json};
 
+use crate::parts::{ObjectParts, Read, Whole};
+
 /// The admission API versions the API server may send.
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
 
@@ -84,8 +86,17 @@ impl Request {
 /// UTF-8 is checked once, whole, rather than string by string as the
 /// parser would (a tenth of the decoding).
 pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
+    decode_parts::<Whole>(body)
+}
+
+/// [`decode`], building of `request.object` and `request.oldObject` only
+/// the parts `P` names: for a decision that reads few of an object's
+/// fields. The rest of the body is still checked as JSON. The objects'
+/// `kind` and `apiVersion` are checked against the request's kind only if
+/// `P` keeps them.
+pub fn decode_parts<P: ObjectParts>(body: &[u8]) -> Result<Request, DecodeError> {
     let text = std::str::from_utf8(body).map_err(DecodeError::NotUtf8)?;
-    let review: ReceivedReview = serde_json::from_str(text).map_err(DecodeError::Json)?;
+    let review: ReceivedReview<P> = serde_json::from_str(text).map_err(DecodeError::Json)?;
     let (api_version, kind) = (review.api_version, review.kind);
     if kind != "AdmissionReview" || !API_VERSIONS.contains(&api_version.as_str()) {
         return Err(DecodeError::UnsupportedType { api_version, kind });
@@ -94,7 +105,8 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
     if wire.uid.is_empty() {
         return Err(DecodeError::MissingUid);
     }
-    for (field, value) in [("object", &wire.object), ("oldObject", &wire.old_object)] {
+    let (object, old_object) = (wire.object.map(|o| o.0), wire.old_object.map(|o| o.0));
+    for (field, value) in [("object", &object), ("oldObject", &old_object)] {
         if let Some(value) = value {
             check_kind(&wire.kind, field, value)?;
         }
@@ -117,25 +129,25 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
         dry_run: wire.dry_run,
         options: wire.options,
     };
-    Ok(Request { inner, object: wire.object, old_object: wire.old_object })
+    Ok(Request { inner, object, old_object })
 }
 
 /// An `AdmissionReview` as it arrives: `kube`'s request envelope, with the
 /// objects kept as JSON (kube's `DynamicObject` would type their metadata
 /// and copy the rest).
 #[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ReceivedReview {
+#[serde(rename_all = "camelCase", bound = "P: ObjectParts")]
+struct ReceivedReview<P> {
     #[serde(default)]
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<ReceivedRequest>,
+    request: Option<ReceivedRequest<P>>,
 }
 
 #[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ReceivedRequest {
+#[serde(rename_all = "camelCase", bound = "P: ObjectParts")]
+struct ReceivedRequest<P> {
     uid: String,
     kind: GroupVersionKind,
     resource: GroupVersionResource,
@@ -154,9 +166,9 @@ struct ReceivedRequest {
     operation: Operation,
     user_info: UserInfo,
     #[serde(default)]
-    object: Option<Value>,
+    object: Option<Read<P>>,
     #[serde(default)]
-    old_object: Option<Value>,
+    old_object: Option<Read<P>>,
     #[serde(default)]
     dry_run: bool,
     #[serde(default)]

@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use portcullis_admission::{Decision, Request, decode, encode};
+use portcullis_admission::{Decision, DecodeError, Request, decode, encode};
 use portcullis_telemetry::error_chain;
 use tower_http::timeout::TimeoutLayer;
 use tracing::Instrument as _;
@@ -26,6 +26,13 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// A webhook's decision logic, as the handler sees it.
 pub trait Webhook: Send + Sync + 'static {
+    /// Reads a review body. The default builds the objects whole; a webhook
+    /// that reads few of their fields builds only those
+    /// ([`portcullis_admission::decode_parts`]).
+    fn decode(&self, body: &[u8]) -> Result<Request, DecodeError> {
+        decode(body)
+    }
+
     /// Decides on a decoded request. The decision itself does no I/O; a
     /// webhook whose decision can take long (the validator's CEL) runs it
     /// off the async runtime and returns a future that awaits it, so that
@@ -143,7 +150,7 @@ async fn answer<W: Webhook>(
         Ok(body) => body,
         Err(rejection) => return invalid(rejection.into()),
     };
-    let req = match decode(&body) {
+    let req = match state.webhook.decode(&body) {
         Ok(req) => req,
         Err(err) => return invalid(ApiError::bad_request(error_chain(&err))),
     };

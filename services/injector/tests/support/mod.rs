@@ -7,7 +7,7 @@ pub(crate) use portcullis_test_support::rfc6902;
 
 use std::path::{Path, PathBuf};
 
-use portcullis_admission::{decode, encode};
+use portcullis_admission::encode;
 use portcullis_injector::webhook::Injector;
 use serde_json::Value;
 
@@ -51,7 +51,7 @@ impl Admitted {
 
 /// Runs `review` through the injector's decision and applies its patch.
 pub(crate) fn admit(injector: &Injector, review: &Value) -> Admitted {
-    let req = decode(&serde_json::to_vec(review).unwrap()).unwrap();
+    let req = portcullis_injector::pod::decode(&serde_json::to_vec(review).unwrap()).unwrap();
     let (response, _) = injector.decide(&req).respond(&req);
     let response: Value = serde_json::from_slice(&encode(response)).unwrap();
     let original = review["request"]["object"].clone();
