@@ -1,6 +1,5 @@
 //! Decoding and encoding `AdmissionReview` bodies.
 
-use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -247,10 +246,7 @@ pub fn encode(response: AdmissionResponse) -> Vec<u8> {
     if let Some(patch) = patch {
         // Base64 needs no JSON escaping: written as is, not scanned again.
         out.extend_from_slice(br#","patch":""#);
-        let start = out.len();
-        out.resize(start + patch.len().div_ceil(3) * 4, 0);
-        let written = base64::engine::general_purpose::STANDARD.encode_slice(patch, &mut out[start..]).unwrap_or(0);
-        out.truncate(start + written);
+        base64_simd::STANDARD.encode_append(patch, &mut out);
         out.extend_from_slice(br#"","patchType":"JSONPatch""#);
     }
     if !response.audit_annotations.is_empty() {
@@ -324,7 +320,7 @@ mod tests {
             .expect("patch serializes");
         let out: Value = serde_json::from_slice(&encode(response)).expect("json");
         let text = out["response"]["patch"].as_str().expect("patch is a string");
-        let decoded = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
+        let decoded = base64_simd::STANDARD.decode_to_vec(text).expect("base64");
         assert_eq!(serde_json::from_slice::<Value>(&decoded).expect("json patch"), patch);
         assert_eq!(out["response"]["patchType"], "JSONPatch");
         assert_eq!(out["apiVersion"], "admission.k8s.io/v1");
