@@ -45,7 +45,7 @@ impl RewriteRule {
     fn apply(&self, name: &str) -> Option<String> {
         let rest = name.strip_prefix(self.prefix.as_str())?;
         let at_boundary = self.prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/');
-        at_boundary.then(|| format!("{}{rest}", self.replacement))
+        at_boundary.then(|| [self.replacement.as_str(), rest].concat())
     }
 }
 
@@ -54,7 +54,7 @@ impl RewriteRule {
 pub fn rewrite(image: &str, rules: &[RewriteRule]) -> Option<String> {
     let parsed = parse(image)?;
     let renamed = rules.iter().find_map(|rule| rule.apply(&parsed.name))?;
-    let rewritten = format!("{renamed}{}", parsed.suffix);
+    let rewritten = [renamed.as_str(), parsed.suffix].concat();
     (rewritten != image).then_some(rewritten)
 }
 

@@ -51,16 +51,16 @@ pub fn parse(image: &str) -> Option<ImageRef<'_>> {
     let name: Cow<'_, str> = match repository.split_once('/') {
         Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => {
             if first == "index.docker.io" {
-                format!("docker.io/{rest}").into()
+                ["docker.io/", rest].concat().into()
             } else {
                 repository.into()
             }
         }
-        Some(_) => format!("docker.io/{repository}").into(),
-        None => format!("docker.io/library/{repository}").into(),
+        Some(_) => ["docker.io/", repository].concat().into(),
+        None => ["docker.io/library/", repository].concat().into(),
     };
     let name = match name.strip_prefix("docker.io/") {
-        Some(path) if !path.contains('/') => format!("docker.io/library/{path}").into(),
+        Some(path) if !path.contains('/') => ["docker.io/library/", path].concat().into(),
         _ => name,
     };
     Some(ImageRef { name, suffix })
