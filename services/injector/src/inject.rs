@@ -1,8 +1,6 @@
 //! Sidecar templates: taking a previous injection out and putting the
 //! current one in, with name clashes resolved in the pod's favour.
 
-use std::collections::BTreeSet;
-
 use serde_json::Value;
 
 use crate::config::{Template, object_name};
@@ -29,11 +27,12 @@ pub fn remove(spec: &mut Value, previous: &Status) {
 /// warning: the pod's own definition always wins.
 pub fn apply(spec: &mut Value, template: &Template, status: &mut Status, warnings: &mut Vec<String>) {
     let t = template.name.as_str();
-    let mut taken: BTreeSet<String> =
-        pod::CONTAINER_LISTS.into_iter().flat_map(|list| pod::names(spec, list)).collect();
+    // Container names are unique across the lists, including those this
+    // template adds: a scan of a pod's few containers, not a set of copies.
+    let taken = |spec: &Value, name: &str| pod::CONTAINER_LISTS.iter().any(|list| pod::has_named(spec, list, name));
     for container in &template.init_containers {
         let name = object_name(container);
-        if !taken.insert(name.to_owned()) {
+        if taken(spec, name) {
             warnings.push(format!("portcullis: template {t}: container {name:?} already exists; not injected"));
             continue;
         }
@@ -46,17 +45,16 @@ pub fn apply(spec: &mut Value, template: &Template, status: &mut Status, warning
     }
     for container in &template.containers {
         let name = object_name(container);
-        if !taken.insert(name.to_owned()) {
+        if taken(spec, name) {
             warnings.push(format!("portcullis: template {t}: container {name:?} already exists; not injected"));
             continue;
         }
         pod::list_mut(spec, "containers").push(container.clone());
         status.containers.push(name.to_owned());
     }
-    let volumes: BTreeSet<String> = pod::names(spec, "volumes").collect();
     for volume in &template.volumes {
         let name = object_name(volume);
-        if volumes.contains(name) {
+        if pod::has_named(spec, "volumes", name) {
             warnings.push(format!("portcullis: template {t}: volume {name:?} already exists; not injected"));
             continue;
         }
@@ -66,9 +64,8 @@ pub fn apply(spec: &mut Value, template: &Template, status: &mut Status, warning
     if !template.volume_mounts.is_empty() {
         mount(spec, template, status, warnings);
     }
-    let secrets: BTreeSet<String> = pod::names(spec, "imagePullSecrets").collect();
     for secret in &template.image_pull_secrets {
-        if !secrets.contains(secret) {
+        if !pod::has_named(spec, "imagePullSecrets", secret) {
             pod::list_mut(spec, "imagePullSecrets").push(serde_json::json!({ "name": secret }));
             status.image_pull_secrets.push(secret.clone());
         }

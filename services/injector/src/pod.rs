@@ -100,9 +100,9 @@ pub fn items<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = &'a Value
     parent.get(key).and_then(Value::as_array).into_iter().flatten()
 }
 
-/// The `name`s of the items at `key`.
-pub fn names<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = String> + use<'a> {
-    items(parent, key).map(|item| object_name(item).to_owned())
+/// Whether the array at `key` has an item named `name`.
+pub fn has_named(parent: &Value, key: &str, name: &str) -> bool {
+    items(parent, key).any(|item| object_name(item) == name)
 }
 
 /// The array at `key`, created empty when absent.
