@@ -102,9 +102,9 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
 
 /// The whole mutation of a CREATE, done on `pod`: a copy of the original
 /// pod, whole or its [`pod::Editable`] parts, with the same result on
-/// those parts. Reads the
-/// pod's choices (templates, host network) from `original`. Returns what it
-/// recorded in the status annotation and the count of images rewritten.
+/// those parts. Reads the pod's choices (templates, host network) from
+/// `original`. Returns what it recorded in the status annotation and the
+/// count of images rewritten.
 fn inject_all(
     pod: &mut Value,
     original: &Value,
