@@ -95,8 +95,13 @@ impl Row {
 
     /// The server's CPU time per request, when every round measured it.
     fn cpu(&self) -> Option<Spread> {
+        self.cpu_rounds().map(Spread::of)
+    }
+
+    /// [`Row::cpu`] round by round.
+    fn cpu_rounds(&self) -> Option<Vec<f64>> {
         let rounds: Option<Vec<f64>> = self.rounds.iter().map(|s| s.server_cpu_us).collect();
-        rounds.filter(|r| !r.is_empty()).map(Spread::of)
+        rounds.filter(|r| !r.is_empty())
     }
 
     fn failures(&self) -> u64 {
@@ -248,13 +253,10 @@ impl Report {
             ("controller-runtime injector (Go)", 5.0, "controller-runtime's CPU per request ÷ injector's"),
             ("no-op TLS server (ceiling)", 0.5, "the no-op ceiling's CPU per request ÷ injector's"),
         ] {
-            let (Some(a), Some(b)) = (injector, Self::row(&self.webhook, other)) else { continue };
-            if a.cpu().is_some() && b.cpu().is_some() {
-                let ratio = |x: &Summary, y: &Summary| {
-                    y.server_cpu_us.unwrap_or_default() / x.server_cpu_us.unwrap_or_default().max(f64::MIN_POSITIVE)
-                };
-                goal_line(what, a.paired(b, ratio), goal, true);
-            }
+            let cpu = |name| Self::row(&self.webhook, name).and_then(Row::cpu_rounds);
+            let (Some(a), Some(b)) = (cpu("portcullis-injector"), cpu(other)) else { continue };
+            let ratios = a.iter().zip(&b).map(|(x, y)| y / x.max(f64::MIN_POSITIVE)).collect();
+            goal_line(what, Spread::of(ratios), goal, true);
         }
         for (level, rows) in [(Level::DryRun, &self.dry_run), (Level::Create, &self.create)] {
             let Some(baseline) = rows.first() else { continue };

@@ -89,7 +89,7 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
         return Err(Box::new(unchanged(problem)));
     }
     let mut warnings = Vec::new();
-    let previous = match pod::annotation(original, STATUS_ANNOTATION).map(serde_json::from_str::<Status>) {
+    let previous = match Status::of(original) {
         Some(Ok(status)) => status,
         Some(Err(_)) => {
             warnings.push(format!("portcullis: {STATUS_ANNOTATION} is not readable; treated as empty"));
@@ -202,9 +202,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
     if leave_alone(pod) {
         return Outcome::default();
     }
-    let previous = pod::annotation(pod, STATUS_ANNOTATION)
-        .and_then(|s| serde_json::from_str::<Status>(s).ok())
-        .unwrap_or_default();
+    let previous = Status::of(pod).and_then(Result::ok).unwrap_or_default();
     if let Some(problem) = pod.get("spec").and_then(pod::unnamed_or_duplicate) {
         return unchanged(problem);
     }

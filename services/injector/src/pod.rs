@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use portcullis_admission::names::STATUS_ANNOTATION;
 use portcullis_admission::parts::{ObjectParts, Parts};
 use portcullis_admission::{DecodeError, Request, decode_parts};
 use serde_json::{Map, Value};
@@ -69,8 +68,8 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
     let injected_containers = req
         .object
         .as_ref()
-        .and_then(|pod| annotation(pod, STATUS_ANNOTATION))
-        .and_then(|text| serde_json::from_str::<Status>(text).ok())
+        .and_then(Status::of)
+        .and_then(Result::ok)
         .is_some_and(|previous| !previous.containers.is_empty());
     if injected_containers { portcullis_admission::decode(body) } else { Ok(req) }
 }

@@ -43,6 +43,11 @@ pub struct Rewrite {
 }
 
 impl Status {
+    /// The status annotation of `pod`, read: `None` when the pod has none.
+    pub fn of(pod: &serde_json::Value) -> Option<Result<Self, serde_json::Error>> {
+        crate::pod::annotation(pod, portcullis_admission::names::STATUS_ANNOTATION).map(serde_json::from_str)
+    }
+
     /// Whether nothing was injected or rewritten.
     pub fn is_empty(&self) -> bool {
         self.templates.is_empty() && self.images.is_empty()
