@@ -1,8 +1,8 @@
 //! The injector on arbitrary pods with each shipped configuration: never a
 //! panic; the patch it answers (computed from the parts of the pod it
-//! reads, `pod::decode`), applied by an RFC 6902 implementation of our own, gives exactly
-//! the pod that the same mutation of the whole pod gives; and a second pass
-//! over that pod changes nothing.
+//! reads, `pod::decode`), applied by an RFC 6902 implementation of our own,
+//! gives exactly the pod that the same mutation of the whole pod gives; and
+//! a second pass over that pod changes nothing.
 
 #![no_main]
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use portcullis_injector::config::Config;
 use portcullis_injector::mutate::mutated_whole;
 use portcullis_injector::webhook::Injector;
+use portcullis_server::webhook::Webhook;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use support::{admit, again, review};
@@ -183,4 +184,31 @@ fn every_fixture_pod_gives_what_mutating_the_whole_pod_gives() {
             }
         }
     }
+}
+
+#[test]
+fn the_webhook_builds_only_the_editable_parts_unless_injected_containers_would_move() {
+    let injector = Injector::new(configs().remove(0));
+    let mut review = review("pod-v1.json");
+    let pod = &mut review["request"]["object"];
+    pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080}]);
+    pod["spec"]["restartPolicy"] = json!("Always");
+    pod["metadata"]["labels"] = json!({"app": "p"});
+    let read = |review: &Value| {
+        let body = serde_json::to_vec(review).unwrap();
+        Webhook::decode(&injector, &body).unwrap().object.unwrap()
+    };
+
+    let pod = read(&review);
+    assert_eq!(pod["metadata"]["labels"], json!({"app": "p"}), "a part it changes is read");
+    assert_eq!(pod["spec"]["containers"][0]["image"], review["request"]["object"]["spec"]["containers"][0]["image"]);
+    assert_eq!(pod["spec"]["containers"][0].get("ports"), None, "a container's ports are never built");
+    assert_eq!(pod["spec"].get("restartPolicy"), None, "nor the spec's other fields");
+    assert_eq!(pod["metadata"].get("name"), None);
+
+    // An earlier pass injected an app container: taking it out moves the
+    // containers after it, so the pod is read whole.
+    review["request"]["object"]["metadata"]["annotations"] =
+        json!({"portcullis.dev/status": r#"{"templates":["log-shipper"],"containers":["log-shipper"]}"#});
+    assert_eq!(read(&review), review["request"]["object"]);
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use portcullis_admission::encode;
 use portcullis_injector::webhook::Injector;
+use portcullis_server::webhook::Webhook;
 use serde_json::Value;
 
 pub(crate) fn data(name: &str) -> PathBuf {
@@ -51,7 +52,8 @@ impl Admitted {
 
 /// Runs `review` through the injector's decision and applies its patch.
 pub(crate) fn admit(injector: &Injector, review: &Value) -> Admitted {
-    let req = portcullis_injector::pod::decode(&serde_json::to_vec(review).unwrap()).unwrap();
+    // Read as the server reads it: the injector's own `Webhook::decode`.
+    let req = Webhook::decode(injector, &serde_json::to_vec(review).unwrap()).unwrap();
     let (response, _) = injector.decide(&req).respond(&req);
     let response: Value = serde_json::from_slice(&encode(response)).unwrap();
     let original = review["request"]["object"].clone();
