@@ -82,7 +82,11 @@ pub(crate) async fn serve(args: Args) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     println!("portcullis-bench {:?} listening webhook={}", args.reference, listener.local_addr()?);
     let shutdown = portcullis_server::shutdown_signal();
-    let limits = Limits { request_timeout: Duration::from_secs(10), shutdown_grace: Duration::from_secs(1) };
+    let limits = Limits {
+        request_timeout: Duration::from_secs(10),
+        drain: Duration::from_secs(1),
+        shutdown_grace: Duration::from_secs(1),
+    };
     serve_tls(listener, app, server_config(resolver, b"http/1.1"), limits, shutdown).await;
     Ok(())
 }

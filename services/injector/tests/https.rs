@@ -1,6 +1,7 @@
 //! The injector binary over real TLS: a client that verifies the
 //! certificate, bad input, metrics, a kubelet-style certificate swap
-//! without dropped connections, a slow client, and SIGTERM.
+//! without dropped connections, a slow client, and SIGTERM with a drain
+//! that loses no request on a kept-alive connection.
 
 mod support;
 
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use portcullis_test_support::process::Process;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
 /// A CA and a leaf for 127.0.0.1 signed by it: (ca pem, leaf pem, key pem).
 fn pki(name: &str) -> (String, String, String) {
@@ -64,6 +65,8 @@ async fn start(certs: &Path) -> Server {
         .arg("--tls-key-file")
         .arg(certs.join("tls.key"))
         .args(["--tls-reload-interval", "100ms", "--request-timeout", "2s", "--shutdown-grace", "5s"])
+        // Longer than any deadline here: a drain ends when no connection is left.
+        .args(["--shutdown-drain", "30s"])
         .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .stderr(Stdio::inherit());
     let (process, addrs) = Process::spawn_reporting(command, &["webhook", "admin"], false);
@@ -92,6 +95,63 @@ fn client(ca_pem: &str) -> reqwest::Client {
 
 async fn mutate(client: &reqwest::Client, server: &Server, body: Vec<u8>) -> reqwest::Result<reqwest::Response> {
     client.post(format!("https://{}/mutate", server.webhook)).body(body).send().await
+}
+
+/// A TLS connection to the webhook listener, verified against `ca_pem`.
+async fn connect(ca_pem: &str, server: &Server) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_der = rustls_pki_types::pem::PemObject::from_pem_slice(ca_pem.as_bytes()).expect("test TLS settings");
+    roots.add(ca_der).expect("test TLS settings");
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("test TLS settings")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.webhook).await.expect("the webhook listener accepts");
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").expect("test TLS settings");
+    connector.connect(name, tcp).await.expect("a TLS handshake")
+}
+
+/// One `POST /mutate` on an open connection: the response's head (lower
+/// case) and body.
+async fn exchange(conn: &mut (impl AsyncRead + AsyncWrite + Unpin), body: &[u8]) -> (String, Vec<u8>) {
+    let head = format!("POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n", body.len());
+    conn.write_all(head.as_bytes()).await.expect("writing a request");
+    conn.write_all(body).await.expect("writing a request");
+    let mut buf = Vec::new();
+    let mut chunk = [0; 8192];
+    let mut read = async |buf: &mut Vec<u8>| {
+        let n = conn.read(&mut chunk).await.expect("reading a response");
+        assert!(n > 0, "the connection closed before the response was complete: {}", String::from_utf8_lossy(buf));
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        read(&mut buf).await;
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a response with a length: {head}"));
+    while buf.len() < end + length {
+        read(&mut buf).await;
+    }
+    (head, buf[end..end + length].to_vec())
+}
+
+/// Whether the server closes `conn` (within a deadline).
+async fn closed_by_server(conn: &mut (impl AsyncRead + Unpin)) -> bool {
+    let mut rest = Vec::new();
+    match tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut rest)).await {
+        // A close without TLS close_notify is a close too.
+        Ok(_) => rest.is_empty(),
+        Err(_) => false,
+    }
 }
 
 fn fixture() -> Vec<u8> {
@@ -179,18 +239,7 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
     kubelet_write(dir.path(), "..v1", &cert, &key);
     let mut server = start(dir.path()).await;
 
-    let mut roots = rustls::RootCertStore::empty();
-    let ca_der = rustls_pki_types::pem::PemObject::from_pem_slice(ca.as_bytes()).unwrap();
-    roots.add(ca_der).unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(server.webhook).await.unwrap();
-    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let mut tls = connect(&ca, &server).await;
     tls.write_all(b"POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
     let started = Instant::now();
     let mut buf = Vec::new();
@@ -224,4 +273,52 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
         assert!(Instant::now() < deadline, "did not stop after SIGTERM");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn sigterm_drains_kept_alive_connections_without_losing_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = pki("drain");
+    kubelet_write(dir.path(), "..v1", &cert, &key);
+    let mut server = start(dir.path()).await;
+    let allowed = |body: &[u8]| serde_json::from_slice::<Value>(body).unwrap()["response"]["allowed"] == true;
+
+    // A client (the API server) keeps a connection open between requests.
+    let mut kept = connect(&ca, &server).await;
+    let (head, body) = exchange(&mut kept, &fixture()).await;
+    assert!(head.starts_with("http/1.1 200") && !head.contains("connection: close"), "{head}");
+    assert!(allowed(&body));
+
+    let pid = server.process.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    server.process.wait_for_log("draining: every response closes its connection", Duration::from_secs(10));
+    // Not ready any more, and the admin listener says so.
+    let readyz = reqwest::get(format!("http://{}/readyz", server.admin)).await.unwrap();
+    assert_eq!(readyz.status(), 503, "not ready while draining");
+
+    // A connection made during the drain (an endpoint not yet removed
+    // everywhere) is answered, and closed after its answer.
+    let mut late = connect(&ca, &server).await;
+    let (head, body) = exchange(&mut late, &fixture()).await;
+    assert!(head.starts_with("http/1.1 200") && head.contains("connection: close"), "{head}");
+    assert!(allowed(&body));
+    assert!(closed_by_server(&mut late).await, "the server closes a connection after saying so");
+
+    // The kept-alive connection's next request is answered, not lost; the
+    // answer tells the client not to reuse it, and then it is closed.
+    let (head, body) = exchange(&mut kept, &fixture()).await;
+    assert!(head.starts_with("http/1.1 200") && head.contains("connection: close"), "{head}");
+    assert!(allowed(&body));
+    assert!(closed_by_server(&mut kept).await, "the server closes a connection after saying so");
+
+    // No connection left: the drain ends there, long before its 30 s limit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = server.process.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "did not stop once its last connection was closed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "exit status after SIGTERM: {status}");
 }

@@ -35,7 +35,7 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
     if (state.ready)() {
         (StatusCode::OK, "ready\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no serving certificate or configuration yet\n")
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no serving certificate or configuration yet, or shutting down\n")
     }
 }
 

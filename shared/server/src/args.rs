@@ -16,7 +16,12 @@ pub struct ServeArgs {
     /// disconnected) and to get the whole request answered (else 408).
     #[arg(long, env = "PORTCULLIS_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
-    /// Time in-flight requests get to finish after SIGTERM.
+    /// After SIGTERM, the longest the server goes on answering (each answer
+    /// closing its connection, so that clients move away from it without
+    /// a request lost) while clients still hold connections to it.
+    #[arg(long, env = "PORTCULLIS_SHUTDOWN_DRAIN", default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_drain: Duration,
+    /// Time in-flight requests get to finish once the drain is over.
     #[arg(long, env = "PORTCULLIS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
     #[clap(flatten)]

@@ -66,12 +66,23 @@ pub async fn serve_webhook<W: Webhook>(
     );
     let capture = Capture::start(&args.capture).map_err(RunError::Capture)?;
     let app = webhook::router(path, webhook, metrics.admission, capture, args.request_timeout);
-    let cert_ready = resolver.clone();
-    let admin_app = admin::router(Arc::new(move || cert_ready.is_ready() && ready()), metrics.process);
-    let limits = Limits { request_timeout: args.request_timeout, shutdown_grace: args.shutdown_grace };
+    // Not ready once shutdown starts; the admin listener (probes, metrics)
+    // stays up until the webhook listener has drained and closed.
+    let (cert_ready, stopping) = (resolver.clone(), shutdown.clone());
+    let admin_app =
+        admin::router(Arc::new(move || cert_ready.is_ready() && ready() && !stopping.is_cancelled()), metrics.process);
+    let limits = Limits {
+        request_timeout: args.request_timeout,
+        drain: args.shutdown_drain,
+        shutdown_grace: args.shutdown_grace,
+    };
+    let stopped = CancellationToken::new();
     let (_, admin_result) = tokio::join!(
-        serve_tls(listener, app, server_config(resolver, b"http/1.1"), limits, shutdown.clone()),
-        admin::serve(admin_listener, admin_app, shutdown),
+        async {
+            serve_tls(listener, app, server_config(resolver, b"http/1.1"), limits, shutdown).await;
+            stopped.cancel();
+        },
+        admin::serve(admin_listener, admin_app, stopped.clone()),
     );
     admin_result.map_err(RunError::Admin)?;
     tracing::info!("stopped");
