@@ -84,6 +84,37 @@ async fn start(certs: &Path) -> Server {
     }
 }
 
+/// A server on a certificate of its own CA: the directory it reads the
+/// certificate from (kept while the server runs), the CA's PEM, the server.
+async fn serving(name: &str) -> (tempfile::TempDir, String, Server) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (ca, cert, key) = pki(name);
+    kubelet_write(dir.path(), "..v1", &cert, &key);
+    let server = start(dir.path()).await;
+    (dir, ca, server)
+}
+
+/// Sends SIGTERM to the server and waits (within 10 s) for it to say it
+/// is draining.
+fn terminate(server: &Server) {
+    let pid = server.process.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("running kill").success());
+    server.process.wait_for_log("draining: every response closes its connection", Duration::from_secs(10));
+}
+
+/// Waits (within 10 s) for the server to exit, and checks it exited 0.
+async fn exited(server: &mut Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = server.process.child.try_wait().expect("the process's status") {
+            assert!(status.success(), "exit status after SIGTERM: {status}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "did not stop after SIGTERM once no connection was left");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn client(ca_pem: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .tls_built_in_root_certs(false)
@@ -234,10 +265,7 @@ async fn serves_verified_tls_refuses_bad_input_and_swaps_certificates_live() {
 
 #[tokio::test]
 async fn a_slow_client_is_cut_off_and_sigterm_drains() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = pki("slow");
-    kubelet_write(dir.path(), "..v1", &cert, &key);
-    let mut server = start(dir.path()).await;
+    let (_dir, ca, mut server) = serving("slow").await;
 
     let mut tls = connect(&ca, &server).await;
     tls.write_all(b"POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
@@ -256,31 +284,19 @@ async fn a_slow_client_is_cut_off_and_sigterm_drains() {
 
     // Still serving, then SIGTERM: exits cleanly.
     assert_eq!(mutate(&client(&ca), &server, fixture()).await.unwrap().status(), 200);
-    let pid = server.process.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(status) = server.process.child.try_wait().unwrap() {
-            assert!(status.success(), "exit status after SIGTERM: {status}");
-            let stopped = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
-                .args(["ready", "--admin-listen", &server.admin.to_string()])
-                .stderr(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(!stopped.success(), "a stopped service is not ready");
-            break;
-        }
-        assert!(Instant::now() < deadline, "did not stop after SIGTERM");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    terminate(&server);
+    exited(&mut server).await;
+    let stopped = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"))
+        .args(["ready", "--admin-listen", &server.admin.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!stopped.success(), "a stopped service is not ready");
 }
 
 #[tokio::test]
 async fn sigterm_drains_kept_alive_connections_without_losing_a_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = pki("drain");
-    kubelet_write(dir.path(), "..v1", &cert, &key);
-    let mut server = start(dir.path()).await;
+    let (_dir, ca, mut server) = serving("drain").await;
     let allowed = |body: &[u8]| serde_json::from_slice::<Value>(body).unwrap()["response"]["allowed"] == true;
 
     // A client (the API server) keeps a connection open between requests.
@@ -289,9 +305,7 @@ async fn sigterm_drains_kept_alive_connections_without_losing_a_request() {
     assert!(head.starts_with("http/1.1 200") && !head.contains("connection: close"), "{head}");
     assert!(allowed(&body));
 
-    let pid = server.process.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    server.process.wait_for_log("draining: every response closes its connection", Duration::from_secs(10));
+    terminate(&server);
     // Not ready any more, and the admin listener says so.
     let readyz = reqwest::get(format!("http://{}/readyz", server.admin)).await.unwrap();
     assert_eq!(readyz.status(), 503, "not ready while draining");
@@ -312,13 +326,5 @@ async fn sigterm_drains_kept_alive_connections_without_losing_a_request() {
     assert!(closed_by_server(&mut kept).await, "the server closes a connection after saying so");
 
     // No connection left: the drain ends there, long before its 30 s limit.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = server.process.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "did not stop once its last connection was closed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(status.success(), "exit status after SIGTERM: {status}");
+    exited(&mut server).await;
 }
