@@ -5,8 +5,9 @@
 //! is swapped atomically ([`tls`]), fed by the cert-manager
 //! ([`cert_manager`]), files or a self-signed certificate
 //! ([`certificates`]); an
-//! HTTP/1.1 server with header and request time limits and graceful
-//! shutdown that closes keep-alive connections ([`serve`]); the webhook
+//! HTTP/1.1 server with header and request time limits and a shutdown
+//! that drains before it closes, every answer telling its client to close
+//! the connection, so that no request is lost ([`serve`]); the webhook
 //! handler that owns the AdmissionReview protocol, tracing and metrics
 //! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
 //! `/metrics` ([`admin`]); polling reload of mounted files that survives the
