@@ -58,7 +58,7 @@ owner() { # the DIR of the node that made the bridge (kept as the bridge's alias
   cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true
 }
 
-alive() { # DIR: does any process that DIR started still run?
+dir_alive() { # DIR: does any process that DIR started (control plane or node) still run?
   local f
   for f in "$1"/pids/*; do
     [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
@@ -73,7 +73,7 @@ free_bridge() {
   local deadline=$((SECONDS + 60)) holder
   while ip link show "$BRIDGE" >/dev/null 2>&1; do
     holder=$(owner)
-    if [ -z "$holder" ] || ! alive "$holder"; then
+    if [ -z "$holder" ] || ! dir_alive "$holder"; then
       log "bridge $BRIDGE was left by a node that no longer runs (${holder:-unknown DIR}): removing it"
       if [ -n "$holder" ]; then (dir=$holder; down); fi
       network_down
@@ -132,13 +132,15 @@ start() { # NAME COMMAND... (pid in DIR/pids, like control-plane.sh)
   echo $! >"$dir/pids/$name"
 }
 
-alive() { [ -f "$dir/pids/$1" ] && kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null; }
+process_alive() { # NAME: does the process start() started as NAME still run?
+  [ -f "$dir/pids/$1" ] && kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null
+}
 
 wait_for() { # NAME SECONDS COMMAND...
   local name=$1 seconds=$2; shift 2
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    alive "$name" || { tail -n 30 "$dir/logs/$name.log" >&2; die "$name exited during startup"; }
+    process_alive "$name" || { tail -n 30 "$dir/logs/$name.log" >&2; die "$name exited during startup"; }
     [ $SECONDS -lt $deadline ] || { tail -n 30 "$dir/logs/$name.log" >&2; die "$name not ready after ${seconds}s"; }
     sleep 0.2
   done
