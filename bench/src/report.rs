@@ -234,7 +234,7 @@ impl Report {
         }
     }
 
-    /// The goals, each as the measured ratio against its target.
+    /// The benchmark's goals, each as the measured ratio against its target.
     pub(crate) fn print_goals(&self) {
         println!("\ngoals (median of the per-round ratios [range])\n");
         let injector = Self::row(&self.webhook, "portcullis-injector");
