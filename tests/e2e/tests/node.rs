@@ -7,6 +7,8 @@
 //!
 //! One test, in phases, because every phase needs the same running
 //! deployment and the fault phases would disturb any test beside them.
+//! A second `up --node` runs beside the first phases: it must refuse,
+//! and leave this node running.
 
 use std::path::Path;
 use std::process::Command;
@@ -150,6 +152,22 @@ async fn in_jaeger(jaeger_ip: &str, service: &str, operation: &str) {
     .await;
 }
 
+/// `control-plane.sh up DIR --node` for a second directory while this node
+/// runs, as a second `scripts/dev up --node` does. It finds the bridge held
+/// and waits (60 s) for a node being taken down before it gives up; the
+/// next phases run meanwhile. Its own watchdog stops anything it would
+/// wrongly start.
+fn second_up() -> tokio::task::JoinHandle<std::process::Output> {
+    let dir = std::env::temp_dir().join(format!("portcullis-e2e-second-{}", std::process::id()));
+    let owner = std::process::id().to_string();
+    tokio::task::spawn_blocking(move || {
+        Command::new(repo().join("scripts/control-plane.sh"))
+            .args(["up", dir.to_str().expect("a UTF-8 path"), "--owner", &owner, "--node"])
+            .output()
+            .expect("running scripts/control-plane.sh")
+    })
+}
+
 fn lease_holder(cluster: &Cluster) -> String {
     ok(cluster.kubectl(&["get", "lease", "portcullis-cert-manager", "-n", NS, "-o", "jsonpath={.spec.holderIdentity}"]))
 }
@@ -207,6 +225,9 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
         }
     }
 
+    phase("a second `control-plane.sh up --node` started beside this node (checked after the traces)");
+    let second = second_up();
+
     phase("a pod in an opted-in namespace gets its sidecar and runs");
     ok(cluster.kubectl(&["create", "namespace", APPS]));
     ok(cluster.kubectl(&["label", "namespace", APPS, "portcullis.dev/inject=enabled"]));
@@ -246,6 +267,22 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     for service in ["portcullis-injector", "portcullis-validator"] {
         in_jaeger(&jaeger_ip, service, "admission").await;
     }
+
+    phase("the second `up --node` refused, naming this node, which still runs");
+    let out = second.await.expect("the task did not panic");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a second up beside a running node succeeded:\n{said}");
+    let dir = cluster.var("PORTCULLIS_CP_DIR");
+    assert!(said.contains(&format!("belongs to a running node in {dir}")), "{said}");
+    let bridge = std::fs::read_to_string("/sys/class/net/pcbr0/ifalias").expect("the node's bridge");
+    assert_eq!(bridge.trim(), dir, "the bridge's owner");
+    ok(cluster.kubectl(&["wait", "--for=condition=Ready", "node/portcullis-node", "--timeout=10s"]));
+    let down: Vec<String> = pods(cluster, NS, "app.kubernetes.io/part-of=portcullis")
+        .into_iter()
+        .filter(|p| !is_ready(p))
+        .map(|p| name(&p))
+        .collect();
+    assert!(down.is_empty(), "pods not Ready after the second up: {down:?}");
 
     phase("a webhook pod of each kind deleted while pods are being created");
     let creates = Creates::start(cluster, "during-delete");
