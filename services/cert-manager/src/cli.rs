@@ -107,7 +107,7 @@ pub struct Serve {
     #[arg(long, env = "PORTCULLIS_TOKEN_AUDIENCE", default_value = "portcullis-cert-manager")]
     pub token_audience: String,
     /// Kubernetes: how long to wait for a CSR to be signed.
-    #[arg(long, env = "PORTCULLIS_CSR_TIMEOUT", default_value = "30s", value_parser = portcullis_server::args::parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CSR_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub csr_timeout: std::time::Duration,
     /// Also write the CA certificates to trust (never a key) here, kept
     /// current through rotations: a volume shared with the webhooks, say.
@@ -115,16 +115,16 @@ pub struct Serve {
     pub publish_ca: Option<PathBuf>,
     /// Lifetime of each CA made. A CA is rotated when a third of its life
     /// is left, or when asked.
-    #[arg(long, env = "PORTCULLIS_CA_LIFETIME", default_value = "365d", value_parser = portcullis_server::args::parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CA_LIFETIME", default_value = "365d", value_parser = humantime::parse_duration)]
     pub ca_lifetime: std::time::Duration,
     /// How long a new CA is only trusted (in every caBundle and trust
     /// bundle) before it starts signing: time for bundles to reach
     /// everyone, the kubelet's ConfigMap refresh included.
-    #[arg(long, env = "PORTCULLIS_CA_OVERLAP", default_value = "10m", value_parser = portcullis_server::args::parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CA_OVERLAP", default_value = "10m", value_parser = humantime::parse_duration)]
     pub ca_overlap: std::time::Duration,
     /// How often each replica reads the CA state, and the leader takes the
     /// next rotation step when it is due.
-    #[arg(long, env = "PORTCULLIS_CA_CHECK_INTERVAL", default_value = "30s", value_parser = portcullis_server::args::parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CA_CHECK_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
     pub ca_check_interval: std::time::Duration,
     /// gRPC listener (TLS).
     #[arg(long, env = "PORTCULLIS_LISTEN", default_value = "0.0.0.0:8443")]

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 use portcullis_cert_manager::cli::{Cli, Command};
-use portcullis_server::exit::{self, Answer};
+use portcullis_process::exit::{self, Answer};
 use portcullis_telemetry::traced;
 
 /// mimalloc: under load, glibc's malloc and free were a quarter of the
@@ -19,7 +19,7 @@ use portcullis_telemetry::traced;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    portcullis_server::memory::keep_pages_small();
+    portcullis_process::memory::keep_pages_small();
     exit::code(run(Cli::parse()))
 }
 

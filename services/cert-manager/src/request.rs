@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use portcullis_certs_client::{IssueError, issue_for, request_params};
-use portcullis_server::exit::Answer;
+use portcullis_process::Answer;
 
 use crate::cli::Request;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use portcullis_certs_client::certified_key;
 use portcullis_lease::Election;
+use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_proto::certs::v1::TrustBundle;
 use portcullis_proto::certs::v1::certificates_server::CertificatesServer;
 use portcullis_server::tls::{CertResolver, server_config};
@@ -42,7 +43,11 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     policy.check()?;
     anyhow::ensure!(!args.ca_check_interval.is_zero(), "--ca-check-interval must be more than 0");
     let client = match args.mode {
-        Mode::Kubernetes => Some(kube::Client::try_default().await.context("connecting to the Kubernetes API")?),
+        Mode::Kubernetes => Some(
+            kube::Client::try_default()
+                .await
+                .context(Hinted::new("connecting to the Kubernetes API", KUBECONFIG_HINT))?,
+        ),
         Mode::Standalone => None,
     };
     let store = match &client {

@@ -16,7 +16,7 @@ use crate::webhook::Injector;
 pub fn run(args: &Mutate) -> anyhow::Result<()> {
     let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
     let injector = Injector::new(parse(&contents).context("the injector configuration is invalid")?);
-    let input = portcullis_server::input::read(&args.file).context("reading the input")?;
+    let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
     let mut first = true;
     for document in manifest::documents(&input)? {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use portcullis_admission::{Decision, DecodeError, Request};
-use portcullis_server::Current;
 use portcullis_server::webhook::Webhook;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -24,7 +24,7 @@ struct TemplateLabels {
 /// The mutating webhook.
 #[derive(Debug, Default)]
 pub struct Injector {
-    config: Current<Config>,
+    config: ArcSwap<Config>,
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
 }
@@ -32,17 +32,17 @@ pub struct Injector {
 impl Injector {
     /// An injector running `config`.
     pub fn new(config: Config) -> Self {
-        Self { config: Current::new(config), ..Self::default() }
+        Self { config: ArcSwap::from_pointee(config), ..Self::default() }
     }
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        self.config.get()
+        self.config.load_full()
     }
 
     /// Puts `config` in force for the next request.
     pub fn set_config(&self, config: Config) {
-        self.config.set(config);
+        self.config.store(Arc::new(config));
     }
 
     /// Registers the injector's own metrics.

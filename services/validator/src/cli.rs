@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use portcullis_server::ServeArgs;
+use portcullis_server::args::ReloadArgs;
 use portcullis_server::args::{AdminArgs, ProbeArgs};
-use portcullis_server::args::{ReloadArgs, parse_duration};
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis validator: a validating admission webhook enforcing
@@ -51,7 +51,7 @@ pub struct PolicyArgs {
     pub portcullis_namespace: String,
     /// Bound on the wall time of all CEL evaluation for one request; past
     /// it, the policies' failure policy applies.
-    #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = humantime::parse_duration)]
     pub cel_timeout: Duration,
     /// Largest worst-case cost a CEL expression may spend beyond work linear
     /// in the object (nested loops over it, whole-object scans per element),
@@ -124,10 +124,10 @@ pub struct Audit {
     pub reload: ReloadArgs,
     /// How often every object is listed and judged again. Between passes,
     /// watches judge each created or changed object at once.
-    #[arg(long, env = "PORTCULLIS_AUDIT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_AUDIT_INTERVAL", default_value = "10m", value_parser = humantime::parse_duration)]
     pub audit_interval: Duration,
     /// How long changes gather before the reports they touch are written.
-    #[arg(long, env = "PORTCULLIS_AUDIT_REPORT_DELAY", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_AUDIT_REPORT_DELAY", default_value = "2s", value_parser = humantime::parse_duration)]
     pub report_delay: Duration,
     /// Most results one report holds, worst first; its summary still counts
     /// every result.

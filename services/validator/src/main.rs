@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use portcullis_server::exit::{self, Answer};
+use portcullis_process::exit::{self, Answer};
 use portcullis_telemetry::traced;
 use portcullis_validator::cli::{Cli, Command};
 
@@ -20,7 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const SERVICE: &str = "portcullis-validator";
 
 fn main() -> ExitCode {
-    portcullis_server::memory::keep_pages_small();
+    portcullis_process::memory::keep_pages_small();
     exit::code(run(Cli::parse()))
 }
 

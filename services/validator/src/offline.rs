@@ -35,7 +35,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
     let policies = parse(&contents, args.policy.cel_cost_limit).context("the policies are invalid")?;
     let mut objects = Vec::new();
     for file in &args.files {
-        let input = portcullis_server::input::read(file).context("reading the input")?;
+        let input = portcullis_process::input::read(file).context("reading the input")?;
         let documents = manifest::documents(&input).with_context(|| file.display().to_string())?;
         objects.extend(documents);
     }
@@ -50,7 +50,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
         .collect();
     let mut params = Vec::new();
     for file in &args.params {
-        let input = portcullis_server::input::read(file).context("reading the parameter objects")?;
+        let input = portcullis_process::input::read(file).context("reading the parameter objects")?;
         params.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
     }
     // Evaluated here, on this thread: the workers serve the webhook only.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_server::admin::ReadyCheck;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
@@ -26,9 +27,13 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     // Namespaces and parameter objects are watched when the API is in use;
     // without it no namespace labels and no parameter objects are known.
     let client = if args.watch_namespaces {
-        let client = kube::Client::try_default()
-            .await
-            .context("connecting to the Kubernetes API to watch Namespaces (or pass --watch-namespaces=false)")?;
+        let client = kube::Client::try_default().await.context(Hinted::new(
+            "connecting to the Kubernetes API to watch Namespaces",
+            format!(
+                "--watch-namespaces=false serves without it (policies with a namespaceSelector or a paramKind then \
+                 follow their failure policy); else {KUBECONFIG_HINT}"
+            ),
+        ))?;
         Some(client)
     } else {
         None

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::ArcSwap;
 use portcullis_admission::{Decision, Request};
-use portcullis_server::Current;
 use portcullis_server::webhook::Webhook;
 use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -52,7 +52,7 @@ impl NamespaceLabels for NoNamespaces {
 
 /// The validating webhook.
 pub struct Validator {
-    policies: Current<PolicySet>,
+    policies: ArcSwap<PolicySet>,
     settings: Settings,
     namespaces: Arc<dyn NamespaceLabels>,
     params: Arc<dyn ParamSource>,
@@ -78,7 +78,7 @@ impl Validator {
         workers: Workers,
     ) -> Self {
         Self {
-            policies: Current::new(policies),
+            policies: ArcSwap::from_pointee(policies),
             settings,
             namespaces,
             params: Arc::new(NoParams),
@@ -97,7 +97,7 @@ impl Validator {
 
     /// Puts `policies` in force for the next request.
     pub fn set_policies(&self, policies: PolicySet) {
-        self.policies.set(policies);
+        self.policies.store(Arc::new(policies));
     }
 
     /// Registers the validator's own metrics.
@@ -132,8 +132,10 @@ impl Validator {
     /// Evaluates `req` on the calling thread, CEL stopping at `deadline`,
     /// and returns the findings as well as the decision.
     pub fn review(&self, req: &Request, deadline: Instant) -> (Decision, Vec<crate::evaluate::Finding>) {
+        // A whole `Arc`, not arc-swap's cheaper guard: guards are meant
+        // to be short-lived, and an evaluation may run to its deadline.
         let Evaluation { findings, applied, exceeded, audit_annotations, exempted } =
-            evaluate(&self.policies.get(), &self.settings, self.cluster(), req, deadline);
+            evaluate(&self.policies.load_full(), &self.settings, self.cluster(), req, deadline);
         for Exempted { policy, exception, reason } in exempted {
             // An event on the admission span: an exception is never silent.
             tracing::info!(%policy, %exception, %reason, "policy exception applied");

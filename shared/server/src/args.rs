@@ -1,4 +1,6 @@
 //! Command-line flag groups shared by the webhooks (`#[clap(flatten)]`).
+//! Every duration flag is read by `humantime::parse_duration` (`500ms`,
+//! `10s`, `5m`, `1h 30m`, `7d`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,15 +16,15 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     /// Time a client has to send its request headers (else it is
     /// disconnected) and to get the whole request answered (else 408).
-    #[arg(long, env = "PORTCULLIS_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_REQUEST_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
     /// After SIGTERM, the longest the server goes on answering (each answer
     /// closing its connection, so that clients move away from it without
     /// a request lost) while clients still hold connections to it.
-    #[arg(long, env = "PORTCULLIS_SHUTDOWN_DRAIN", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_SHUTDOWN_DRAIN", default_value = "5s", value_parser = humantime::parse_duration)]
     pub shutdown_drain: Duration,
     /// Time in-flight requests get to finish once the drain is over.
-    #[arg(long, env = "PORTCULLIS_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_SHUTDOWN_GRACE", default_value = "20s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
     #[clap(flatten)]
     #[allow(missing_docs)]
@@ -75,7 +77,7 @@ pub struct TlsArgs {
     pub cert_manager: CertManagerArgs,
 
     /// How often certificate and key files are checked for changes.
-    #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_TLS_RELOAD_INTERVAL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub tls_reload_interval: Duration,
 }
 
@@ -112,7 +114,7 @@ pub struct CertManagerArgs {
     #[arg(long, env = "PORTCULLIS_CERT_ORGANIZATIONS", value_delimiter = ',', requires = "cert_manager_url")]
     pub cert_organizations: Vec<String>,
     /// Requested certificate lifetime (0: the cert-manager's default).
-    #[arg(long, env = "PORTCULLIS_CERT_LIFETIME", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, env = "PORTCULLIS_CERT_LIFETIME", default_value = "0s", value_parser = humantime::parse_duration)]
     pub cert_lifetime: Duration,
 }
 
@@ -139,70 +141,49 @@ impl CertManagerArgs {
 pub struct ReloadArgs {
     /// How often the configuration files are checked for changes (a mounted
     /// ConfigMap changes by an atomic symlink swap, which polling sees).
-    /// `--policy-reload-interval` is the validator's former name for it.
     #[arg(
         long = "config-reload-interval",
-        alias = "policy-reload-interval",
         env = "PORTCULLIS_CONFIG_RELOAD_INTERVAL",
         default_value = "2s",
-        value_parser = parse_duration
+        value_parser = humantime::parse_duration
     )]
     pub interval: Duration,
 }
 
-/// Why a duration flag was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DurationError {
-    /// No leading number.
-    #[error("{0:?} is not a duration like 10s or 500ms")]
-    NotANumber(String),
-    /// A unit other than ms, s, m, h, d.
-    #[error("{input:?}: unknown unit {unit:?} (use ms, s, m, h or d)")]
-    UnknownUnit {
-        /// The flag's value.
-        input: String,
-        /// The unit found.
-        unit: String,
-    },
-    /// More seconds than a `u64` holds.
-    #[error("{0:?} is too long")]
-    TooLong(String),
-}
-
-/// Parses `500ms`, `10s`, `5m`, `1h` or `7d`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number.parse().map_err(|_| DurationError::NotANumber(s.to_owned()))?;
-    let seconds =
-        |per: u64| n.checked_mul(per).map(Duration::from_secs).ok_or_else(|| DurationError::TooLong(s.to_owned()));
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "" | "s" => seconds(1),
-        "m" => seconds(60),
-        "h" => seconds(3600),
-        "d" => seconds(86_400),
-        _ => Err(DurationError::UnknownUnit { input: s.to_owned(), unit: unit.to_owned() }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
+    use clap::Parser as _;
+
+    #[derive(Debug, clap::Parser)]
+    struct Flags {
+        #[clap(flatten)]
+        reload: super::ReloadArgs,
+        #[clap(flatten)]
+        cert_manager: super::CertManagerArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        Flags::try_parse_from(std::iter::once("portcullis").chain(args.iter().copied()))
+    }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("ten"), Err(DurationError::NotANumber("ten".into())));
-        assert!(matches!(parse_duration("3w"), Err(DurationError::UnknownUnit { .. })));
-        assert_eq!(
-            parse_duration("18446744073709551615d"),
-            Err(DurationError::TooLong("18446744073709551615d".into()))
-        );
-        assert_eq!(parse_duration("5d"), Ok(Duration::from_secs(5 * 86_400)));
-        assert!(parse_duration("5w").is_err());
+    fn durations_are_read_as_the_docs_write_them() -> Result<(), clap::Error> {
+        let flags = parse(&["--config-reload-interval", "500ms", "--cert-lifetime", "1h 30m"])?;
+        assert_eq!(flags.reload.interval, Duration::from_millis(500));
+        assert_eq!(flags.cert_manager.cert_lifetime, Duration::from_secs(5400));
+        assert_eq!(parse(&["--config-reload-interval", "7d"])?.reload.interval, Duration::from_secs(7 * 86_400));
+        assert_eq!(parse(&[])?.reload.interval, Duration::from_secs(2));
+        // A unit is required: `10` could be meant as seconds or milliseconds.
+        let bare = parse(&["--config-reload-interval", "10"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(bare.contains("time unit needed"), "{bare}");
+        Ok(())
+    }
+
+    #[test]
+    fn the_validators_former_flag_name_is_gone() {
+        let err = parse(&["--policy-reload-interval", "5s"]).err().map(|e| e.kind());
+        assert_eq!(err, Some(clap::error::ErrorKind::UnknownArgument));
     }
 }

@@ -12,9 +12,10 @@
 //! ([`webhook`]); the plain-HTTP admin port with `/healthz`, `/readyz` and
 //! `/metrics` ([`admin`]); polling reload of mounted files that survives the
 //! kubelet's `..data` symlink swap ([`watch`]); and the shutdown signal
-//! ([`shutdown`]); the offline commands' input ([`input`]), how the
-//! binaries exit ([`exit`]) and take memory ([`memory`]). Decisions are not made here: a service hands the
+//! ([`shutdown`]). Decisions are not made here: a service hands the
 //! handler a pure function from request to [`portcullis_admission::Decision`].
+//! Neither is anything else a webhook server does not need: how a binary
+//! starts and ends is `portcullis-process`'s.
 
 #![forbid(unsafe_code)]
 
@@ -23,10 +24,6 @@ pub mod args;
 pub mod capture;
 pub mod cert_manager;
 pub mod certificates;
-pub mod current;
-pub mod exit;
-pub mod input;
-pub mod memory;
 pub mod metrics;
 pub mod run;
 pub mod serve;
@@ -36,6 +33,5 @@ pub mod watch;
 pub mod webhook;
 
 pub use args::{AdminArgs, ServeArgs, TlsArgs};
-pub use current::Current;
 pub use metrics::{AdmissionMetrics, Metrics, WebhookMetrics};
 pub use shutdown::shutdown_signal;

@@ -226,14 +226,44 @@ pub fn inject_context(headers: &mut http::HeaderMap) {
     });
 }
 
-/// `err` and its sources, `: `-separated, for one log line.
+/// `err` and its sources, `: `-separated, for one line: each cause once,
+/// outermost first.
+///
+/// Many errors (kube's among them) write their source into their own
+/// message as well as returning it from `source()`; a cause whose text is
+/// already in the line is left out, so that it is not read two or three
+/// times.
 pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut out = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// An error that writes its source into its own message, as kube's do.
+    #[derive(Debug, thiserror::Error)]
+    #[error("failed to infer config: kubeconfig: ({0})")]
+    struct Repeats(#[source] std::io::Error);
+
+    /// A context that does not.
+    #[derive(Debug, thiserror::Error)]
+    #[error("starting")]
+    struct Wraps(#[source] Repeats);
+
+    #[test]
+    fn each_cause_is_named_once_outermost_first() {
+        let err = Wraps(Repeats(std::io::Error::other("reading /missing: not found")));
+        assert_eq!(error_chain(&err), "starting: failed to infer config: kubeconfig: (reading /missing: not found)");
+    }
 }

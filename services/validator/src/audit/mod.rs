@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use portcullis_lease::Election;
+use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_server::run::reload_config;
 use portcullis_server::{Metrics, admin, shutdown_signal, watch};
 use tokio::net::TcpListener;
@@ -35,7 +36,8 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     let paths = args.policy.paths.clone();
     let initial = watch::read_all(&paths).context("reading the policies")?;
     let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
-    let client = kube::Client::try_default().await.context("connecting to the Kubernetes API")?;
+    let client =
+        kube::Client::try_default().await.context(Hinted::new("connecting to the Kubernetes API", KUBECONFIG_HINT))?;
     let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
     let params = WatchedParams::new(client.clone(), shutdown.clone());
     params.watch(policies.param_kinds());
