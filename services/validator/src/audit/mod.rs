@@ -16,6 +16,7 @@ pub mod scan;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_cel::workers::Workers;
 use portcullis_lease::Election;
 use portcullis_server::run::reload_config;
 use portcullis_server::{Metrics, admin, shutdown_signal, watch};
@@ -25,7 +26,6 @@ use crate::cli::Audit;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
 use crate::serve::{parse, settings};
-use crate::workers::Workers;
 use metrics::AuditMetrics;
 use scan::Auditor;
 
