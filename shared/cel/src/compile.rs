@@ -15,7 +15,10 @@ pub const MAX_EXPRESSION_LEN: usize = 5_000;
 /// and why: an expression using one is refused at load rather than failing
 /// on every request.
 const UNSUPPORTED_VARIABLES: [(&str, &str); 2] = [
-    ("namespaceObject", "the namespace object is not bound; use `spec.match.namespaceSelector` for its labels"),
+    (
+        "namespaceObject",
+        "the namespace object is not bound; select on its labels with the policy's `namespaceSelector`",
+    ),
     ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)"),
 ];
 
