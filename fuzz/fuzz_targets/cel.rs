@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{cluster, json, pod, settings};
-use portcullis_validator::budget::{Limit, Limits};
+use portcullis_cel::budget::{Limit, Limits};
 use portcullis_validator::evaluate::evaluate;
 use portcullis_validator::policy::PolicySet;
 use serde_json::json;

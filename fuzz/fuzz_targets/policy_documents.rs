@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{cluster, settings};
-use portcullis_validator::budget::Limits;
+use portcullis_cel::budget::Limits;
 use portcullis_validator::evaluate::evaluate;
 use portcullis_validator::policy::PolicySet;
 use serde_json::json;
@@ -19,7 +19,7 @@ fuzz_target!(|bytes: &[u8]| {
     let source = || [(Path::new("fuzzed.yaml"), bytes)];
     let _ = portcullis_injector::config::Config::from_sources(source());
     let _ = portcullis_cert_manager::config::Config::from_sources(source());
-    let Ok(set) = PolicySet::from_sources(source(), portcullis_validator::cost::DEFAULT_LIMIT) else { return };
+    let Ok(set) = PolicySet::from_sources(source(), portcullis_cel::cost::DEFAULT_LIMIT) else { return };
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"team": "a"}},
         "spec": {"containers": [{"name": "app", "image": "nginx:latest"}]}});
     let Ok(req) = decode(&Envelope::pod_create().body(Some(&pod), None)) else { return };

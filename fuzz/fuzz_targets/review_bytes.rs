@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
 use portcullis_fuzz::{answer, examples, validate};
-use portcullis_validator::budget::Limits;
+use portcullis_cel::budget::Limits;
 
 fuzz_target!(|body: &[u8]| {
     if let Ok(req) = portcullis_injector::pod::decode(body) {

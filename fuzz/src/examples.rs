@@ -41,7 +41,7 @@ pub static POLICY_SETS: LazyLock<Vec<PolicySet>> = LazyLock::new(|| {
     POLICIES
         .iter()
         .map(|(path, bytes)| {
-            PolicySet::from_sources([(Path::new(path), *bytes)], portcullis_validator::cost::DEFAULT_LIMIT)
+            PolicySet::from_sources([(Path::new(path), *bytes)], portcullis_cel::cost::DEFAULT_LIMIT)
                 .unwrap_or_else(|e| panic!("{path}: {e}"))
         })
         .collect()

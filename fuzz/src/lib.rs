@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Request, encode};
-use portcullis_validator::budget::{Limit, Limits};
+use portcullis_cel::budget::{Limit, Limits};
 use portcullis_validator::evaluate::{Cluster, NamespaceLabels, Settings, decide, evaluate};
 use portcullis_validator::params::NoParams;
 use serde_json::Value;

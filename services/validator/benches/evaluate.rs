@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use portcullis_admission::{decode, encode, manifest};
+use portcullis_cel::workers::Workers;
 use portcullis_validator::evaluate::Settings;
 use portcullis_validator::policy::PolicySet;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
-use portcullis_validator::workers::Workers;
 
 /// The allocator the service binary runs with (its `main.rs`), so that the
 /// figures are those of production.
@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
     ] {
         let Ok(policies) = PolicySet::from_sources(
             [(Path::new("policies.yaml"), yaml.as_bytes())],
-            portcullis_validator::cost::DEFAULT_LIMIT,
+            portcullis_cel::cost::DEFAULT_LIMIT,
         ) else {
             return;
         };

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use portcullis_admission::{decode, encode, manifest};
+use portcullis_cel::workers::Workers;
 use portcullis_validator::evaluate::Settings;
 use portcullis_validator::policy::PolicySet;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
-use portcullis_validator::workers::Workers;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -32,9 +32,8 @@ fn main() -> anyhow::Result<()> {
         None => include_str!("../tests/data/deployment.json").to_owned(),
     };
     let yaml = std::fs::read(&path).with_context(|| format!("reading {path}"))?;
-    let policies =
-        PolicySet::from_sources([(Path::new(&path), yaml.as_slice())], portcullis_validator::cost::DEFAULT_LIMIT)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let policies = PolicySet::from_sources([(Path::new(&path), yaml.as_slice())], portcullis_cel::cost::DEFAULT_LIMIT)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let settings = Settings {
         system_namespaces: vec!["kube-system".into()],
         cel_deadline: Duration::from_secs(1),

@@ -58,17 +58,17 @@ pub struct PolicyArgs {
     /// estimated at load with request data at the API server's 3 MiB limit;
     /// a policy with a dearer expression is refused. The default is
     /// Kubernetes' StaticEstimatedCostLimit.
-    #[arg(long, env = "PORTCULLIS_CEL_COST_LIMIT", default_value_t = crate::cost::DEFAULT_LIMIT)]
+    #[arg(long, env = "PORTCULLIS_CEL_COST_LIMIT", default_value_t = portcullis_cel::cost::DEFAULT_LIMIT)]
     pub cel_cost_limit: u64,
     /// Runtime cost one CEL expression may spend on one request (one unit
     /// per expression node evaluated, loop bodies once per pass); past it
     /// the evaluation stops and the policy's failure policy applies. The
     /// default is Kubernetes' PerCallLimit.
-    #[arg(long, env = "PORTCULLIS_CEL_PER_CALL_LIMIT", default_value_t = crate::budget::DEFAULT_PER_CALL_LIMIT)]
+    #[arg(long, env = "PORTCULLIS_CEL_PER_CALL_LIMIT", default_value_t = portcullis_cel::budget::DEFAULT_PER_CALL_LIMIT)]
     pub cel_per_call_limit: u64,
     /// Runtime cost all of one policy's expressions may spend on one
     /// request together. The default is Kubernetes' RuntimeCELCostBudget.
-    #[arg(long, env = "PORTCULLIS_CEL_POLICY_BUDGET", default_value_t = crate::budget::DEFAULT_POLICY_BUDGET)]
+    #[arg(long, env = "PORTCULLIS_CEL_POLICY_BUDGET", default_value_t = portcullis_cel::budget::DEFAULT_POLICY_BUDGET)]
     pub cel_policy_budget: u64,
 }
 
@@ -90,7 +90,7 @@ pub struct Serve {
     /// Threads that evaluate requests, started once: the most requests
     /// evaluated at once (more wait their turn, their deadline running).
     /// The async runtime's own threads never evaluate.
-    #[arg(long, env = "PORTCULLIS_EVALUATION_THREADS", default_value_t = crate::workers::DEFAULT_THREADS)]
+    #[arg(long, env = "PORTCULLIS_EVALUATION_THREADS", default_value_t = portcullis_cel::workers::DEFAULT_THREADS)]
     pub evaluation_threads: usize,
     #[clap(flatten)]
     #[allow(missing_docs)]

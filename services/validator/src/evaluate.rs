@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Request, json};
+use portcullis_cel::budget::{Limit, Limits};
+use portcullis_cel::{Bindings, Converted};
 use serde_json::Value;
 
-use crate::budget::{Limit, Limits};
-use crate::cel::{self, Bindings, Outcome, operation};
+use crate::cel::Outcome;
+use crate::matching::exception_for;
 use crate::params::{self, NotFoundAction, ParamSource, Params, ParamsError};
-use crate::policy::{Action, FailurePolicy, Match, Policy, PolicySet, ResourceRule};
+use crate::policy::{Action, FailurePolicy, Policy, PolicySet};
 
 /// One violation (or evaluation failure) found by one policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +113,7 @@ pub fn evaluate(
     let mut with_cel = Vec::new();
     let mut what = None;
     for (index, policy) in set.policies.iter().enumerate() {
-        match matches(policy, settings, namespaces, req, old) {
+        match policy.matching.applies(&settings.system_namespaces, namespaces, req) {
             Ok(false) => continue,
             Ok(true) => {}
             Err(reason) => {
@@ -119,7 +121,7 @@ pub fn evaluate(
                 continue;
             }
         }
-        if let Some(exception) = set.exception_for(&policy.name, req) {
+        if let Some(exception) = exception_for(&set.exceptions, &policy.name, req) {
             let (exception, reason) = (exception.name.clone(), exception.spec.reason.clone());
             exempted.push(Exempted { policy: policy.name.clone(), exception, reason });
             continue;
@@ -154,8 +156,8 @@ pub fn evaluate(
                     match parameter_objects(cluster.params, p, namespace) {
                         Ok(objects) => {
                             for object in &objects {
-                                let params = cel::params(object, policy.cel.data_reads.params.as_ref());
-                                let outcome = policy.cel.evaluate(&bindings, Some(params.as_ref()), limits, deadline);
+                                let params = Converted::reading(object, policy.cel.data_reads.params.as_ref());
+                                let outcome = policy.cel.evaluate(&bindings, Some(&params), limits, deadline);
                                 judged.record(policy, req, subject, outcome);
                             }
                         }
@@ -283,68 +285,4 @@ fn describe(req: &Request, object: &Value) -> String {
         Some(ns) => format!("{} {ns}/{name}", inner.kind.kind),
         None => format!("{} {name}", inner.kind.kind),
     }
-}
-
-/// A namespace whose labels the validator has not seen (yet).
-#[derive(Debug, thiserror::Error)]
-#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
-struct UnknownNamespace(String);
-
-/// Whether `policy` applies to `req`; `Err` when that cannot be known.
-fn matches(
-    policy: &Policy,
-    settings: &Settings,
-    namespaces: &dyn NamespaceLabels,
-    req: &Request,
-    old: Option<&Value>,
-) -> Result<bool, UnknownNamespace> {
-    let m: &Match = &policy.matching;
-    let inner = &req.inner;
-    let op = operation(&inner.operation);
-    let op_ok = if m.operations.is_empty() {
-        matches!(op, "CREATE" | "UPDATE")
-    } else {
-        m.operations.iter().any(|o| o == op || o == "*")
-    };
-    if !op_ok || !(m.resources.is_empty() || m.resources.iter().any(|r| resource_matches(r, req))) {
-        return Ok(false);
-    }
-    let namespace = inner.namespace.as_deref().unwrap_or_default();
-    if !namespace.is_empty() {
-        let system = settings.system_namespaces.iter().any(|s| s == namespace);
-        if (system && !m.include_system_namespaces) || m.exclude_namespaces.iter().any(|n| n == namespace) {
-            return Ok(false);
-        }
-    }
-    if let Some(selector) = &m.object_selector {
-        // As the API server does: a match on either the new or the old object.
-        let new_ok = req.object.is_some() && selector.matches(label_lookup(req.object.as_ref()));
-        let old_ok = old.is_some() && selector.matches(label_lookup(old));
-        if !new_ok && !old_ok {
-            return Ok(false);
-        }
-    }
-    if let Some(selector) = &m.namespace_selector {
-        if inner.kind.kind == "Namespace" && inner.kind.group.is_empty() {
-            return Ok(selector.matches(label_lookup(req.object.as_ref().or(old))));
-        }
-        if namespace.is_empty() {
-            return Ok(true); // other cluster-scoped objects are never skipped by a namespaceSelector
-        }
-        let labels = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
-        return Ok(selector.matches(|k| labels.get(k).map(String::as_str)));
-    }
-    Ok(true)
-}
-
-/// Looks a label up in `object`'s `metadata.labels`.
-fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
-    let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
-    move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
-}
-
-fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
-    let inner = &req.inner;
-    let (group, version) = (&inner.resource.group, &inner.resource.version);
-    rule.selects(group, version, &inner.kind.kind, &inner.resource.resource, inner.sub_resource.as_deref())
 }

@@ -1,13 +1,12 @@
 //! `PolicyException` documents: named policies do not apply to the objects
-//! an exception selects, until it expires. Admission honours them (the
+//! an exception selects, until it expires (which objects:
+//! [`crate::matching`]). Admission honours them (the
 //! policy is skipped, counted and traced) and the audit reports them as
 //! `skip` with the reason, so an exception is visible, never silent.
 
 use k8s_openapi::jiff::Timestamp;
-use portcullis_admission::json;
 use portcullis_admission::selector::LabelSelector;
 use serde::Deserialize;
-use serde_json::Value;
 
 /// The `kind` of an exception document.
 pub const KIND: &str = "PolicyException";
@@ -88,67 +87,15 @@ impl Exception {
         }
         Ok(Self { name, spec })
     }
-
-    /// Whether it exempts the object (`kind`, `namespace`, `name`) from
-    /// `policy` at `now`.
-    pub fn exempts(
-        &self,
-        policy: &str,
-        kind: &str,
-        namespace: &str,
-        name: &str,
-        object: Option<&Value>,
-        now: Timestamp,
-    ) -> bool {
-        let spec = &self.spec;
-        let any_or = |list: &[String], value: &str| list.is_empty() || list.iter().any(|x| x == value);
-        let name_ok = spec.names.is_empty()
-            || spec.names.iter().any(|n| match n.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => n == name,
-            });
-        spec.policies.iter().any(|p| p == policy)
-            && spec.expires.is_none_or(|e| now < e)
-            && any_or(&spec.namespaces, namespace)
-            && any_or(&spec.kinds, kind)
-            && name_ok
-            && spec.object_selector.as_ref().is_none_or(|selector| {
-                let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
-                selector.matches(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
-            })
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     fn exception(yaml: &str) -> Result<Exception, String> {
         let spec: Spec = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
         Exception::new("legacy".into(), spec, &["replicas", "team-label"]).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn selects_by_policy_namespace_kind_name_and_labels_until_it_expires() {
-        let ex = exception(
-            "policies: [replicas]\nnamespaces: [billing]\nkinds: [Deployment]\nnames: ['legacy-*']\n\
-             objectSelector: {matchLabels: {tier: old}}\nreason: migrating in Q3\nexpires: '2030-01-01T00:00:00Z'\n",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let object = json!({"metadata": {"labels": {"tier": "old"}}});
-        let now: Timestamp = "2029-06-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
-        let exempts =
-            |policy, kind, ns, name, object: &Value, now| ex.exempts(policy, kind, ns, name, Some(object), now);
-        assert!(exempts("replicas", "Deployment", "billing", "legacy-api", &object, now));
-        assert!(!exempts("team-label", "Deployment", "billing", "legacy-api", &object, now), "another policy");
-        assert!(!exempts("replicas", "Deployment", "shop", "legacy-api", &object, now), "another namespace");
-        assert!(!exempts("replicas", "StatefulSet", "billing", "legacy-api", &object, now), "another kind");
-        assert!(!exempts("replicas", "Deployment", "billing", "api", &object, now), "another name");
-        assert!(!exempts("replicas", "Deployment", "billing", "legacy-api", &json!({}), now), "no label");
-        let later: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
-        assert!(!exempts("replicas", "Deployment", "billing", "legacy-api", &object, later), "expired");
     }
 
     #[test]

@@ -1,15 +1,15 @@
 //! The Portcullis validator: a validating admission webhook.
 //!
 //! `ValidatorPolicy` documents ([`policy`]), with `PolicyException`s
-//! ([`exception`]), select requests by resource,
-//! operation, namespace and labels, and check them with built-in rules
-//! ([`rules`]: labels, replicas, Services, images, resources, pod security
-//! for Pods and every pod template) and with CEL in the form of Kubernetes'
+//! ([`exception`]), select requests by resource, operation, namespace and
+//! labels ([`matching`]), and check them with built-in rules ([`rules`]:
+//! labels, replicas, Services, images, resources, pod security for Pods
+//! and every pod template) and with CEL in the form of Kubernetes'
 //! ValidatingAdmissionPolicy ([`cel`]), reading parameter objects of the
 //! cluster as `params` ([`params`]). [`evaluate`] runs the set over one
-//! request: pure and with no I/O; CEL counts its cost as it runs and stops
-//! at its budget ([`budget`], [`cost`] for the estimate at load), and the
-//! webhook evaluates on a fixed pool of threads ([`workers`]), never on the
+//! request: pure and with no I/O. CEL runs on the shared engine
+//! (`portcullis-cel`): a cost estimate at load, a budget that stops it as
+//! it runs, and a fixed pool of threads the webhook evaluates on, never the
 //! async runtime. Every violation is reported at once: Deny policies refuse the
 //! request, Warn policies return warnings, Audit policies log, count and
 //! trace. The shared server owns HTTP and TLS; `check` runs the same
@@ -19,19 +19,16 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
-pub mod budget;
 pub mod cel;
 pub mod cli;
-pub mod cost;
 pub mod evaluate;
 pub mod exception;
+pub mod matching;
 pub mod namespaces;
 pub mod offline;
 pub mod params;
 pub mod pods;
 pub mod policy;
-pub mod reads;
 pub mod rules;
 pub mod serve;
 pub mod webhook;
-pub mod workers;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use portcullis_admission::{decode, manifest};
+use portcullis_cel::workers::Workers;
 use portcullis_server::watch;
 use serde_json::Value;
 
@@ -17,7 +18,6 @@ use crate::params::FileParams;
 use crate::policy::Action;
 use crate::serve::{parse, settings};
 use crate::webhook::Validator;
-use crate::workers::Workers;
 
 /// Namespaces declared in the manifests themselves, for `namespaceSelector`.
 #[derive(Debug, Default)]

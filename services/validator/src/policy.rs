@@ -4,13 +4,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use portcullis_admission::documents::{self, DocumentError, Origin};
-use portcullis_admission::selector::{LabelSelector, SelectorError};
+use portcullis_admission::selector::SelectorError;
+use portcullis_cel::reads::DataReads;
 use serde::Deserialize;
 
 use crate::cel::{self, CelError, CelRules};
 use crate::exception::{self, Exception, ExceptionError};
+use crate::matching::Match;
 use crate::params::{ParamKind, ParamSpecError, Params};
-use crate::reads::DataReads;
 use crate::rules::{Rules, RulesError};
 
 const KIND: &str = "ValidatorPolicy";
@@ -137,76 +138,6 @@ struct Spec {
     param_ref: Option<serde_json::Value>,
 }
 
-/// Which requests a policy looks at.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Match {
-    /// Resources by group, version and kind or resource; empty: all.
-    #[serde(default)]
-    pub resources: Vec<ResourceRule>,
-    /// Operations; empty: CREATE and UPDATE.
-    #[serde(default)]
-    pub operations: Vec<String>,
-    /// Labels the object's namespace must have.
-    pub namespace_selector: Option<LabelSelector>,
-    /// Labels the object must have.
-    pub object_selector: Option<LabelSelector>,
-    /// Namespaces the policy never applies to.
-    #[serde(default)]
-    pub exclude_namespaces: Vec<String>,
-    /// Apply in kube-system, kube-public, kube-node-lease and the
-    /// Portcullis namespace too.
-    #[serde(default)]
-    pub include_system_namespaces: bool,
-}
-
-/// One resource rule, like a webhook's `rules` entry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ResourceRule {
-    /// API groups (`""` is the core group, `"*"` any).
-    #[serde(default = "any")]
-    pub api_groups: Vec<String>,
-    /// API versions (`"*"` any).
-    #[serde(default = "any")]
-    pub api_versions: Vec<String>,
-    /// Kinds (`Deployment`, `Scale`, `"*"`); empty: any.
-    #[serde(default)]
-    pub kinds: Vec<String>,
-    /// Resources, with subresources as `deployments/scale` (`"*"`,
-    /// `"*/scale"`); empty: any resource without a subresource.
-    #[serde(default)]
-    pub resources: Vec<String>,
-}
-
-impl ResourceRule {
-    /// Whether the rule selects requests for `resource` (and `sub`
-    /// resource) of `group/version`, whose objects are of `kind`.
-    pub fn selects(&self, group: &str, version: &str, kind: &str, resource: &str, sub: Option<&str>) -> bool {
-        let rule = self;
-        let any_or = |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
-        if !any_or(&rule.api_groups, group) || !any_or(&rule.api_versions, version) {
-            return false;
-        }
-        if !rule.kinds.is_empty() && !any_or(&rule.kinds, kind) {
-            return false;
-        }
-        match sub.filter(|s| !s.is_empty()) {
-            None => rule.resources.is_empty() || any_or(&rule.resources, resource),
-            Some(sub) => rule.resources.iter().any(|r| {
-                r == "*/*"
-                    || *r == format!("{resource}/{sub}")
-                    || *r == format!("*/{sub}")
-                    || *r == format!("{resource}/*")
-            }),
-        }
-    }
-}
-
-fn any() -> Vec<String> {
-    vec!["*".to_owned()]
-}
-
 /// A checked, compiled policy.
 #[derive(Debug)]
 pub struct Policy {
@@ -324,19 +255,5 @@ impl PolicySet {
     /// Every `paramKind` a policy reads.
     pub fn param_kinds(&self) -> std::collections::BTreeSet<ParamKind> {
         self.policies.iter().filter_map(|p| p.params.as_ref()).map(|p| p.kind.clone()).collect()
-    }
-
-    /// The exception, if any, that exempts the object of `req` from `policy` now.
-    pub fn exception_for(&self, policy: &str, req: &portcullis_admission::Request) -> Option<&Exception> {
-        // On the admission path for every matching policy: no clock read
-        // and no work at all when no exception is defined.
-        if self.exceptions.is_empty() {
-            return None;
-        }
-        let inner = &req.inner;
-        let object = req.object.as_ref().or(req.old_object.as_ref());
-        let namespace = inner.namespace.as_deref().unwrap_or_default();
-        let now = k8s_openapi::jiff::Timestamp::now();
-        self.exceptions.iter().find(|e| e.exempts(policy, &inner.kind.kind, namespace, &inner.name, object, now))
     }
 }

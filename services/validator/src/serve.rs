@@ -3,19 +3,19 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_cel::budget::Limits;
+use portcullis_cel::workers::Workers;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_server::admin::ReadyCheck;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
-use crate::budget::Limits;
 use crate::cli::{PolicyArgs, Serve};
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
-use crate::workers::Workers;
 
 /// Runs the webhook until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use portcullis_admission::{Decision, Request};
+use portcullis_cel::workers::Workers;
 use portcullis_server::webhook::Webhook;
 use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -17,7 +18,6 @@ use prometheus_client::registry::Registry;
 use crate::evaluate::{Cluster, Evaluation, Exempted, NamespaceLabels, Settings, decide, evaluate};
 use crate::params::{NoParams, ParamSource};
 use crate::policy::{Action, PolicySet};
-use crate::workers::Workers;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ExceededLabels {
@@ -116,7 +116,7 @@ impl Validator {
         registry.register(
             "validator_cel_costly_waiting",
             "Costly CEL evaluations (past 20,000 units) waiting for their turn on the cores they may use",
-            crate::budget::costly_waiting(),
+            portcullis_cel::budget::costly_waiting(),
         );
     }
 

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use portcullis_validator::budget::{Limit, Limits};
+use portcullis_cel::budget::{Limit, Limits};
+use portcullis_cel::workers::Workers;
 use portcullis_validator::cel::Outcome;
 use portcullis_validator::evaluate::NamespaceLabels;
 use portcullis_validator::webhook::Validator;
-use portcullis_validator::workers::Workers;
 use serde_json::{Value, json};
 use support::{create, messages, run, update};
 

@@ -1,5 +1,5 @@
 //! Converting only what a policy set's expressions read of the request
-//! (`portcullis_validator::reads`) decides every request exactly as
+//! (`portcullis_cel::reads`) decides every request exactly as
 //! converting all of it: the same verdicts, messages and errors, for
 //! expressions that select, test with `has`, compare subtrees, loop, index,
 //! use optionals and read `oldObject` and `request`.
@@ -9,8 +9,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use portcullis_admission::decode;
-use portcullis_validator::cel::Bindings;
-use portcullis_validator::reads::DataReads;
+use portcullis_cel::Bindings;
+use portcullis_cel::reads::DataReads;
 use serde_json::{Value, json};
 use support::{create, update};
 
@@ -100,7 +100,13 @@ fn only_what_is_read_is_converted_and_every_outcome_is_the_same() {
             for policy in &set.policies {
                 let expected = policy.cel.evaluate(&whole, None, limits, far);
                 let got = policy.cel.evaluate(&pruned, None, limits, far);
-                assert_eq!(got, expected, "{}: {:?}", policy.name, policy.cel.validations[0].expression.source);
+                assert_eq!(
+                    got,
+                    expected,
+                    "{}: {:?}",
+                    policy.name,
+                    policy.cel.validations[0].expression.expression.source()
+                );
                 compared += 1;
             }
         }
@@ -140,7 +146,7 @@ fn parameter_objects_too_are_converted_only_as_far_as_they_are_read() {
         "metadata": {"name": "limits", "namespace": "shop", "managedFields": [{"manager": "kubectl"}]},
         "data": {"maxReplicas": "5", "team": "shop", "notes": "x".repeat(1000)}
     });
-    let whole = portcullis_validator::cel::params(&config_map, Some(&portcullis_validator::reads::Reads::Whole));
+    let whole = portcullis_cel::Converted::reading(&config_map, Some(&portcullis_cel::reads::Reads::Whole));
     let mut compared = 0;
     for (i, expression) in PARAMS_EXPRESSIONS.iter().enumerate() {
         let quoted = serde_json::to_string(expression).unwrap();
@@ -155,12 +161,12 @@ fn parameter_objects_too_are_converted_only_as_far_as_they_are_read() {
             let reads = rules.data_reads.params.as_ref().unwrap();
             assert!(reads.field("metadata").is_none(), "only data.maxReplicas is read: {reads:?}");
         }
-        let pruned = portcullis_validator::cel::params(&config_map, rules.data_reads.params.as_ref());
+        let pruned = portcullis_cel::Converted::reading(&config_map, rules.data_reads.params.as_ref());
         for review in reviews() {
             let req = decode(&serde_json::to_vec(&review).unwrap()).unwrap();
             let bindings = Bindings::of(&req, &set.cel_reads);
-            let expected = rules.evaluate(&bindings, Some(whole.as_ref()), limits, far);
-            let got = rules.evaluate(&bindings, Some(pruned.as_ref()), limits, far);
+            let expected = rules.evaluate(&bindings, Some(&whole), limits, far);
+            let got = rules.evaluate(&bindings, Some(&pruned), limits, far);
             assert_eq!(got, expected, "{expression}");
             compared += 1;
         }

@@ -245,7 +245,7 @@ fn bad_policies_are_refused_with_a_clear_message(#[case] spec: &str, #[case] exp
     let yaml = format!("apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\n{spec}\n");
     let err = portcullis_validator::policy::PolicySet::from_sources(
         [(std::path::Path::new("p.yaml"), yaml.as_bytes())],
-        portcullis_validator::cost::DEFAULT_LIMIT,
+        portcullis_cel::cost::DEFAULT_LIMIT,
     )
     .unwrap_err();
     let said = portcullis_telemetry::error_chain(&err);

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use portcullis_admission::{decode, manifest};
-use portcullis_validator::cel::Bindings;
+use portcullis_cel::Bindings;
+use portcullis_cel::reads::DataReads;
+use portcullis_cel::workers::Workers;
 use portcullis_validator::evaluate::{Finding, NamespaceLabels, Settings};
 use portcullis_validator::policy::{PolicySet, SYSTEM_NAMESPACES};
-use portcullis_validator::reads::DataReads;
 use portcullis_validator::webhook::{NoNamespaces, Validator};
-use portcullis_validator::workers::Workers;
 use serde_json::Value;
 
 pub(crate) fn data(name: &str) -> std::path::PathBuf {
@@ -26,7 +26,7 @@ pub(crate) fn settings() -> Settings {
 }
 
 pub(crate) fn policies(yaml: &str) -> PolicySet {
-    policies_with_cost_limit(yaml, portcullis_validator::cost::DEFAULT_LIMIT).unwrap()
+    policies_with_cost_limit(yaml, portcullis_cel::cost::DEFAULT_LIMIT).unwrap()
 }
 
 pub(crate) fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicySet, String> {

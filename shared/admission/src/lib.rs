@@ -25,7 +25,7 @@ pub mod selector;
 
 pub use decision::{Decision, Verdict};
 pub use patch::{ApplyError, JsonPatch};
-pub use review::{DecodeError, Request, decode, decode_parts, encode, existing};
+pub use review::{DecodeError, Request, decode, decode_parts, encode, existing, operation_name};
 
 /// The Kubernetes admission types this crate builds on, re-exported so that
 /// services share one version of them.

@@ -11,6 +11,18 @@ use crate::parts::{ObjectParts, Read, Whole};
 /// The admission API versions the API server may send.
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
 
+/// An operation as the API server names it (`CREATE`, ...): in requests,
+/// in policies' `operations`, in CEL's `request.operation` and in metric
+/// labels.
+pub fn operation_name(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
 /// Why a body is not an `AdmissionReview` a webhook can answer.
 ///
 /// Each variant's message is safe to return to the caller: it names what is
@@ -272,6 +284,14 @@ mod tests {
     use super::*;
     use rstest::rstest;
     use serde_json::json;
+
+    #[rstest]
+    fn operation_names_are_the_api_servers(
+        #[values(Operation::Create, Operation::Update, Operation::Delete, Operation::Connect)] operation: Operation,
+    ) {
+        let sent = serde_json::to_value(&operation).unwrap_or_default();
+        assert_eq!(sent, operation_name(&operation));
+    }
 
     fn review(api_version: &str, request: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({

@@ -158,7 +158,7 @@ async fn answer<W: Webhook>(
         capture.offer(&req, &body, trace_id.as_deref());
     }
     let inner = &req.inner;
-    let operation = operation_label(&inner.operation);
+    let operation = portcullis_admission::operation_name(&inner.operation);
     tracing::record_all!(
         span,
         uid = inner.uid.as_str(),
@@ -196,14 +196,4 @@ async fn answer<W: Webhook>(
     metrics.duration.observe(started.elapsed().as_secs_f64());
     tracing::debug!(result, "answered");
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-fn operation_label(operation: &portcullis_admission::Operation) -> &'static str {
-    use portcullis_admission::Operation::*;
-    match operation {
-        Create => "CREATE",
-        Update => "UPDATE",
-        Delete => "DELETE",
-        Connect => "CONNECT",
-    }
 }

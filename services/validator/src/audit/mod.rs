@@ -16,6 +16,7 @@ pub mod scan;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_cel::workers::Workers;
 use portcullis_lease::Election;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_server::run::reload_config;
@@ -26,7 +27,6 @@ use crate::cli::Audit;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
 use crate::serve::{parse, settings};
-use crate::workers::Workers;
 use metrics::AuditMetrics;
 use scan::Auditor;
 

@@ -14,6 +14,7 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::{Discovery, verbs};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_admission::{GroupVersionKind, GroupVersionResource, existing};
+use portcullis_cel::workers::Workers;
 use portcullis_telemetry::error_chain;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +25,6 @@ use super::results::{Entry, ObjectId, Outcome, Results, Status};
 use crate::evaluate::{Cluster, Evaluation, FindingKind, NamespaceLabels, Settings, evaluate};
 use crate::params::ParamSource;
 use crate::policy::{Action, Policy, PolicySet};
-use crate::workers::Workers;
 
 /// Resources never audited, even by a policy that selects every resource:
 /// they change all the time and no policy is about them, or they are the
@@ -299,11 +299,8 @@ impl Auditor {
 /// rules for that kind. So a policy such as "no :latest images" lists
 /// workloads and Pods, not every object in the cluster.
 fn audits(policy: &Policy, resource: &ApiResource) -> bool {
-    let rules = &policy.matching.resources;
-    if rules.is_empty() {
-        return judges(policy, &resource.kind);
-    }
-    rules.iter().any(|r| r.selects(&resource.group, &resource.version, &resource.kind, &resource.plural, None))
+    let (group, version, kind) = (&resource.group, &resource.version, &resource.kind);
+    policy.matching.selects_resource(group, version, kind, &resource.plural).unwrap_or_else(|| judges(policy, kind))
 }
 
 /// Whether `policy` has anything to say about objects of `kind`: CEL, or a

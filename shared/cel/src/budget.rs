@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::{Condvar, LazyLock, Mutex};
 use std::time::Instant;
 
-use kube_cel::cel::ExecutionError;
+use cel::ExecutionError;
 use prometheus_client::metrics::gauge::Gauge;
 
 /// Kubernetes' `PerCallLimit`: the most one expression may spend.
@@ -128,7 +128,7 @@ impl Limit {
 /// limit, permit or clock reading is due, and only when it runs out are the
 /// counters brought up to date and checked (the checkpoint).
 #[derive(Debug)]
-pub struct Meter {
+pub(crate) struct Meter {
     limits: Limits,
     deadline: Instant,
     /// Units that pass without a check.
@@ -147,7 +147,7 @@ pub struct Meter {
 
 impl Meter {
     /// A fresh count for one policy.
-    pub fn new(limits: Limits, deadline: Instant) -> Self {
+    pub(crate) fn new(limits: Limits, deadline: Instant) -> Self {
         Self {
             limits,
             deadline,
@@ -162,18 +162,19 @@ impl Meter {
     }
 
     /// Starts the count of the next expression.
-    pub fn next_expression(&self) {
+    pub(crate) fn next_expression(&self) {
         self.settle();
         self.call_left.set(self.limits.per_call);
     }
 
     /// The limit that stopped the evaluation, if one did.
-    pub fn stopped(&self) -> Option<Limit> {
+    pub(crate) fn stopped(&self) -> Option<Limit> {
         self.stopped.get()
     }
 
     /// Units spent by the policy so far.
-    pub fn spent(&self) -> u64 {
+    #[cfg(test)]
+    fn spent(&self) -> u64 {
         self.limits.per_policy - self.policy_left.get() + self.used()
     }
 
@@ -247,7 +248,7 @@ impl Meter {
     }
 }
 
-impl kube_cel::cel::context::Meter for Meter {
+impl cel::context::Meter for Meter {
     fn charge(&self) -> Result<(), ExecutionError> {
         match self.fuel.get() {
             0 => self.checkpoint(),
@@ -271,7 +272,7 @@ impl Drop for Meter {
 mod tests {
     use std::time::Duration;
 
-    use kube_cel::cel::context::Meter as _;
+    use cel::context::Meter as _;
 
     use super::*;
 

@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+
+use crate::Expression;
 
 /// How much of a value expressions read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,9 +80,9 @@ impl DataReads {
         Self { object: whole.clone(), old_object: whole.clone(), request: whole.clone(), params: whole }
     }
 
-    /// Adds what `expr` reads.
-    pub fn add(&mut self, expr: &IdedExpr) {
-        walk(expr, self);
+    /// Adds what `expression` reads.
+    pub fn add(&mut self, expression: &Expression) {
+        walk(expression.program.expression(), self);
     }
 
     /// Widens `self` to read what `other` reads too.
@@ -201,8 +203,7 @@ mod tests {
     fn reads(sources: &[&str]) -> DataReads {
         let mut all = DataReads::default();
         for source in sources {
-            let program = kube_cel::cel::Program::compile(source).unwrap();
-            all.add(program.expression());
+            all.add(&crate::compile(source, u64::MAX).unwrap());
         }
         all
     }

@@ -16,7 +16,9 @@
 //! node, and a tenth per byte for string and list traversals, the API
 //! server's unit.
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+
+use crate::Expression;
 
 /// The API server's limit on a request body.
 pub const MAX_REQUEST_BYTES: f64 = 3.0 * 1024.0 * 1024.0;
@@ -129,8 +131,13 @@ pub struct Cost {
     pub superlinear: u64,
 }
 
-/// Estimates `expr`.
-pub fn estimate(expr: &IdedExpr) -> Cost {
+/// Estimates `expression`.
+pub fn estimate(expression: &Expression) -> Cost {
+    of(expression.program.expression())
+}
+
+/// Estimates a syntax tree.
+pub(crate) fn of(expr: &IdedExpr) -> Cost {
     let cost = walk(expr, &mut Scope { elements: Vec::new() }).cost;
     let mut superlinear = cost;
     superlinear.terms[0] = 0.0;
@@ -249,14 +256,13 @@ fn sequence(parts: &[Estimate]) -> Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube_cel::cel::Program;
 
     fn cost(source: &str) -> u64 {
-        estimate(Program::compile(source).expect("compiles").expression()).total
+        estimate(&crate::compile(source, u64::MAX).expect("compiles")).total
     }
 
     fn superlinear(source: &str) -> u64 {
-        estimate(Program::compile(source).expect("compiles").expression()).superlinear
+        estimate(&crate::compile(source, u64::MAX).expect("compiles")).superlinear
     }
 
     #[test]

@@ -1,0 +1,237 @@
+//! Which requests and objects a policy judges: its `match` (resource
+//! rules, operations, system and excluded namespaces, object and namespace
+//! selectors) and the `PolicyException`s that exempt objects from it. In
+//! one place so that admission, the offline `check` and the audit agree on
+//! it; nothing here evaluates a rule.
+
+use k8s_openapi::jiff::Timestamp;
+use portcullis_admission::selector::LabelSelector;
+use portcullis_admission::{Request, json, operation_name};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::evaluate::NamespaceLabels;
+use crate::exception::Exception;
+
+/// Which requests a policy looks at.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Match {
+    /// Resources by group, version and kind or resource; empty: all.
+    #[serde(default)]
+    pub resources: Vec<ResourceRule>,
+    /// Operations; empty: CREATE and UPDATE.
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// Labels the object's namespace must have.
+    pub namespace_selector: Option<LabelSelector>,
+    /// Labels the object must have.
+    pub object_selector: Option<LabelSelector>,
+    /// Namespaces the policy never applies to.
+    #[serde(default)]
+    pub exclude_namespaces: Vec<String>,
+    /// Apply in kube-system, kube-public, kube-node-lease and the
+    /// Portcullis namespace too.
+    #[serde(default)]
+    pub include_system_namespaces: bool,
+}
+
+/// One resource rule, like a webhook's `rules` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceRule {
+    /// API groups (`""` is the core group, `"*"` any).
+    #[serde(default = "any")]
+    pub api_groups: Vec<String>,
+    /// API versions (`"*"` any).
+    #[serde(default = "any")]
+    pub api_versions: Vec<String>,
+    /// Kinds (`Deployment`, `Scale`, `"*"`); empty: any.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Resources, with subresources as `deployments/scale` (`"*"`,
+    /// `"*/scale"`); empty: any resource without a subresource.
+    #[serde(default)]
+    pub resources: Vec<String>,
+}
+
+impl ResourceRule {
+    /// Whether the rule selects requests for `resource` (and `sub`
+    /// resource) of `group/version`, whose objects are of `kind`.
+    pub fn selects(&self, group: &str, version: &str, kind: &str, resource: &str, sub: Option<&str>) -> bool {
+        let rule = self;
+        let any_or = |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
+        if !any_or(&rule.api_groups, group) || !any_or(&rule.api_versions, version) {
+            return false;
+        }
+        if !rule.kinds.is_empty() && !any_or(&rule.kinds, kind) {
+            return false;
+        }
+        match sub.filter(|s| !s.is_empty()) {
+            None => rule.resources.is_empty() || any_or(&rule.resources, resource),
+            Some(sub) => rule.resources.iter().any(|r| {
+                r == "*/*"
+                    || *r == format!("{resource}/{sub}")
+                    || *r == format!("*/{sub}")
+                    || *r == format!("{resource}/*")
+            }),
+        }
+    }
+}
+
+fn any() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// A namespace whose labels the validator has not seen (yet).
+#[derive(Debug, thiserror::Error)]
+#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
+pub struct UnknownNamespace(String);
+
+impl Match {
+    /// Whether a policy with this `match` applies to `req`, outside
+    /// `system_namespaces` unless it includes them; `Err` when that cannot
+    /// be known.
+    pub fn applies(
+        &self,
+        system_namespaces: &[String],
+        namespaces: &dyn NamespaceLabels,
+        req: &Request,
+    ) -> Result<bool, UnknownNamespace> {
+        let m = self;
+        let inner = &req.inner;
+        let old = req.old_object.as_ref();
+        let op = operation_name(&inner.operation);
+        let op_ok = if m.operations.is_empty() {
+            matches!(op, "CREATE" | "UPDATE")
+        } else {
+            m.operations.iter().any(|o| o == op || o == "*")
+        };
+        if !op_ok || !(m.resources.is_empty() || m.resources.iter().any(|r| resource_matches(r, req))) {
+            return Ok(false);
+        }
+        let namespace = inner.namespace.as_deref().unwrap_or_default();
+        if !namespace.is_empty() {
+            let system = system_namespaces.iter().any(|s| s == namespace);
+            if (system && !m.include_system_namespaces) || m.exclude_namespaces.iter().any(|n| n == namespace) {
+                return Ok(false);
+            }
+        }
+        if let Some(selector) = &m.object_selector {
+            // As the API server does: a match on either the new or the old object.
+            let new_ok = req.object.is_some() && selector.matches(label_lookup(req.object.as_ref()));
+            let old_ok = old.is_some() && selector.matches(label_lookup(old));
+            if !new_ok && !old_ok {
+                return Ok(false);
+            }
+        }
+        if let Some(selector) = &m.namespace_selector {
+            if inner.kind.kind == "Namespace" && inner.kind.group.is_empty() {
+                return Ok(selector.matches(label_lookup(req.object.as_ref().or(old))));
+            }
+            if namespace.is_empty() {
+                return Ok(true); // other cluster-scoped objects are never skipped by a namespaceSelector
+            }
+            let labels = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
+            return Ok(selector.matches(|k| labels.get(k).map(String::as_str)));
+        }
+        Ok(true)
+    }
+
+    /// Whether the resource rules select the objects of a resource (no
+    /// subresource) of `group/version`, of `kind`, named `plural`; `None`
+    /// when there are none, so every resource is selected.
+    pub fn selects_resource(&self, group: &str, version: &str, kind: &str, plural: &str) -> Option<bool> {
+        if self.resources.is_empty() {
+            return None;
+        }
+        Some(self.resources.iter().any(|r| r.selects(group, version, kind, plural, None)))
+    }
+}
+
+/// Looks a label up in `object`'s `metadata.labels`.
+fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
+    let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
+    move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
+    let inner = &req.inner;
+    let (group, version) = (&inner.resource.group, &inner.resource.version);
+    rule.selects(group, version, &inner.kind.kind, &inner.resource.resource, inner.sub_resource.as_deref())
+}
+
+/// The first of `exceptions` that exempts the object of `req` from
+/// `policy` now.
+pub fn exception_for<'a>(exceptions: &'a [Exception], policy: &str, req: &Request) -> Option<&'a Exception> {
+    // On the admission path for every matching policy: no clock read
+    // and no work at all when no exception is defined.
+    if exceptions.is_empty() {
+        return None;
+    }
+    let inner = &req.inner;
+    let object = req.object.as_ref().or(req.old_object.as_ref());
+    let namespace = inner.namespace.as_deref().unwrap_or_default();
+    let now = Timestamp::now();
+    exceptions.iter().find(|e| exempts(e, policy, &inner.kind.kind, namespace, &inner.name, object, now))
+}
+
+/// Whether `exception` exempts the object (`kind`, `namespace`, `name`)
+/// from `policy` at `now`.
+pub fn exempts(
+    exception: &Exception,
+    policy: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    object: Option<&Value>,
+    now: Timestamp,
+) -> bool {
+    let spec = &exception.spec;
+    let any_or = |list: &[String], value: &str| list.is_empty() || list.iter().any(|x| x == value);
+    let name_ok = spec.names.is_empty()
+        || spec.names.iter().any(|n| match n.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => n == name,
+        });
+    spec.policies.iter().any(|p| p == policy)
+        && spec.expires.is_none_or(|e| now < e)
+        && any_or(&spec.namespaces, namespace)
+        && any_or(&spec.kinds, kind)
+        && name_ok
+        && spec.object_selector.as_ref().is_none_or(|selector| selector.matches(label_lookup(object)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::exception::Spec;
+
+    fn exception(yaml: &str) -> Result<Exception, String> {
+        let spec: Spec = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
+        Exception::new("legacy".into(), spec, &["replicas", "team-label"]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn selects_by_policy_namespace_kind_name_and_labels_until_it_expires() {
+        let ex = exception(
+            "policies: [replicas]\nnamespaces: [billing]\nkinds: [Deployment]\nnames: ['legacy-*']\n\
+             objectSelector: {matchLabels: {tier: old}}\nreason: migrating in Q3\nexpires: '2030-01-01T00:00:00Z'\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let object = json!({"metadata": {"labels": {"tier": "old"}}});
+        let now: Timestamp = "2029-06-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
+        let exempts =
+            |policy, kind, ns, name, object: &Value, now| exempts(&ex, policy, kind, ns, name, Some(object), now);
+        assert!(exempts("replicas", "Deployment", "billing", "legacy-api", &object, now));
+        assert!(!exempts("team-label", "Deployment", "billing", "legacy-api", &object, now), "another policy");
+        assert!(!exempts("replicas", "Deployment", "shop", "legacy-api", &object, now), "another namespace");
+        assert!(!exempts("replicas", "StatefulSet", "billing", "legacy-api", &object, now), "another kind");
+        assert!(!exempts("replicas", "Deployment", "billing", "api", &object, now), "another name");
+        assert!(!exempts("replicas", "Deployment", "billing", "legacy-api", &json!({}), now), "no label");
+        let later: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
+        assert!(!exempts("replicas", "Deployment", "billing", "legacy-api", &object, later), "expired");
+    }
+}

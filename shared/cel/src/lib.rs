@@ -1,0 +1,34 @@
+//! One CEL engine for Portcullis: the language of Kubernetes' admission
+//! policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), with the
+//! Kubernetes CEL library registered and `object`, `oldObject`, `request`,
+//! `params` and `variables` bound as the API server binds them.
+//!
+//! Every webhook and the audit evaluate through this crate, so they share
+//! one budget: an expression is compiled once, at load ([`compile`]), and
+//! refused when its worst-case cost grows faster than the object it reads
+//! ([`cost`]); what the expressions read is found in their syntax trees
+//! ([`reads`]) so that a request converts only that into CEL values
+//! ([`Bindings`]); an evaluation counts its work as it runs and stops at
+//! the first limit it meets ([`budget`]), and runs on a fixed pool of
+//! threads, never on the async runtime ([`workers`]).
+//!
+//! It knows nothing of policy documents (which expressions are match
+//! conditions, validations or mutations, and what their results mean is
+//! the caller's), does no I/O and never evaluates without a budget. It uses
+//! the `cel` crate patched in `third_party/cel` directly, never through
+//! `kube-cel`'s re-export (third_party/cel/PORTCULLIS.md).
+
+#![forbid(unsafe_code)]
+
+pub mod budget;
+mod compile;
+mod convert;
+pub mod cost;
+mod evaluate;
+pub mod reads;
+pub mod workers;
+
+pub use cel::{ExecutionError, Value};
+pub use compile::{CompileError, Expression, MAX_EXPRESSION_LEN, compile};
+pub use convert::{Bindings, Converted};
+pub use evaluate::{Exceeded, Scope, VariableError, evaluate};

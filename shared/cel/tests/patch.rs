@@ -1,0 +1,72 @@
+//! The patched interpreter is the one in use (third_party/cel,
+//! PORTCULLIS.md): these fail when a `cel` without the patch's meter, or
+//! with a meter the interpreter no longer charges, is built instead.
+
+use std::time::{Duration, Instant};
+
+use portcullis_admission::manifest::as_review;
+use portcullis_cel::budget::{Limit, Limits};
+use portcullis_cel::reads::DataReads;
+use portcullis_cel::{Bindings, Exceeded, Value, compile, evaluate};
+use serde_json::json;
+
+fn bindings() -> Bindings {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+    let review = as_review(object).expect("a review");
+    let req = portcullis_admission::decode(&serde_json::to_vec(&review).expect("json")).expect("decodes");
+    Bindings::of(&req, &DataReads::everything())
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+/// A thousand passes of a loop body.
+const LOOPS: &str =
+    "[0,1,2,3,4,5,6,7,8,9].all(a, [0,1,2,3,4,5,6,7,8,9].all(b, [0,1,2,3,4,5,6,7,8,9].all(c, a + b + c >= 0)))";
+
+#[test]
+fn a_loop_is_stopped_by_the_per_call_limit_with_the_budget_error() {
+    let expression = compile(LOOPS, u64::MAX).expect("compiles");
+    let limits = Limits { per_call: 500, per_policy: 1_000_000 };
+    let stopped = evaluate(&bindings(), None, limits, far(), |scope| scope.execute(&expression));
+    let Err(exceeded) = stopped else { panic!("ran to the end past its limit: {stopped:?}") };
+    assert_eq!(exceeded, Exceeded { limit: Limit::PerCall, limits, expression: LOOPS.to_owned() });
+    assert!(exceeded.to_string().contains("spent more than 500 units (--cel-per-call-limit)"), "{exceeded}");
+}
+
+#[test]
+fn the_same_loop_within_its_budget_runs_to_its_answer() {
+    let expression = compile(LOOPS, u64::MAX).expect("compiles");
+    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| scope.execute(&expression));
+    assert!(matches!(ran, Ok(Ok(Value::Bool(true)))), "{ran:?}");
+}
+
+#[test]
+fn the_expressions_of_one_evaluation_share_its_budget() {
+    let expression = compile(LOOPS, u64::MAX).expect("compiles");
+    let limits = Limits { per_call: 1_000_000, per_policy: 6_000 };
+    let stopped = evaluate(&bindings(), None, limits, far(), |scope| {
+        (0..10).map(|_| scope.execute(&expression)).filter(Result::is_ok).count()
+    });
+    assert_eq!(stopped.map_err(|e| e.limit), Err(Limit::Policy));
+}
+
+#[test]
+fn a_passed_deadline_stops_the_first_expression() {
+    let expression = compile("object.metadata.name == 'c'", u64::MAX).expect("compiles");
+    let stopped = evaluate(&bindings(), None, Limits::default(), Instant::now(), |scope| scope.execute(&expression));
+    assert_eq!(stopped.map_err(|e| e.limit).err(), Some(Limit::Deadline));
+}
+
+#[test]
+fn variables_see_the_ones_before_them() {
+    let first = compile("object.data.a", u64::MAX).expect("compiles");
+    let second = compile("variables.first + '2'", u64::MAX).expect("compiles");
+    let check = compile("variables.second == '12'", u64::MAX).expect("compiles");
+    let variables = [("first", &first), ("second", &second)];
+    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
+        scope.with_variables(variables, |scope| scope.execute(&check)).map_err(|e| e.to_string())
+    });
+    assert!(matches!(ran, Ok(Ok(Ok(Value::Bool(true))))), "{ran:?}");
+}
