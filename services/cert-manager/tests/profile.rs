@@ -41,13 +41,14 @@ enum Key {
 
 fn key(kind: Key) -> KeyPair {
     let rsa = |file: &str| {
-        let pem = std::fs::read_to_string(format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let pem =
+            std::fs::read_to_string(format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"))).expect("a test key");
         KeyPair::from_pem(&pem).unwrap_or_else(|e| panic!("{file}: {e}"))
     };
     match kind {
-        Key::P256 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap(),
-        Key::P384 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap(),
-        Key::Ed25519 => KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap(),
+        Key::P256 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key"),
+        Key::P384 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).expect("a P-384 key"),
+        Key::Ed25519 => KeyPair::generate_for(&rcgen::PKCS_ED25519).expect("an Ed25519 key"),
         Key::Rsa2048 => rsa("rsa-2048.key"),
         Key::Rsa1024 => unreachable!("ring refuses RSA keys this small: see tests/data/rsa-1024-localhost.csr"),
     }
@@ -59,19 +60,20 @@ fn request(kind: Key, names: &[&str], edit: impl FnOnce(&mut CertificateParams))
     if let Key::Rsa1024 = kind {
         assert_eq!(names, ["localhost"], "the one request made with a 1024-bit key");
         return std::fs::read_to_string(format!("{}/tests/data/rsa-1024-localhost.csr", env!("CARGO_MANIFEST_DIR")))
-            .unwrap();
+            .expect("the 1024-bit request");
     }
-    let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let mut params =
+        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).expect("request parameters");
     params.distinguished_name = rcgen::DistinguishedName::new();
     edit(&mut params);
-    params.serialize_request(&key(kind)).and_then(|r| r.pem()).unwrap()
+    params.serialize_request(&key(kind)).and_then(|r| r.pem()).expect("a PKCS#10 request")
 }
 
 /// Standalone: the checked grant signed by the CA in hand.
 fn standalone(ca: &LocalCa, pem: &str, seconds: u32) -> Result<String, Refusal> {
     let config = config();
     let grant = check(pem, &config.clients[0], seconds, &config.lifetimes())?;
-    Ok(ca.sign(&grant).unwrap())
+    Ok(ca.sign(&grant).expect("the CA signs"))
 }
 
 /// Kubernetes mode: the same check, the CSR object made of the grant, as
@@ -79,12 +81,12 @@ fn standalone(ca: &LocalCa, pem: &str, seconds: u32) -> Result<String, Refusal> 
 fn kubernetes(ca: &LocalCa, pem: &str, seconds: u32) -> Result<String, Refusal> {
     let config = config();
     let grant = check(pem, &config.clients[0], seconds, &config.lifetimes())?;
-    let object = serde_json::to_value(csr::request_object(&grant, OWN_SIGNER)).unwrap();
-    let mut stored: CertificateSigningRequest = serde_json::from_value(object).unwrap();
+    let object = serde_json::to_value(csr::request_object(&grant, OWN_SIGNER)).expect("a CSR object as JSON");
+    let mut stored: CertificateSigningRequest = serde_json::from_value(object).expect("the CSR object as stored");
     approve(&mut stored);
     assert!(signer::pending(&stored));
     let grant = signer::grant_of(&stored, &config.lifetimes())?;
-    Ok(ca.sign(&grant).unwrap())
+    Ok(ca.sign(&grant).expect("the CA signs"))
 }
 
 fn approve(csr: &mut CertificateSigningRequest) {
@@ -109,20 +111,26 @@ struct Seen {
 }
 
 fn seen(pem: &str) -> Seen {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
-    let (_, cert) = X509Certificate::from_der(&pem.contents).unwrap();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("PEM");
+    let (_, cert) = X509Certificate::from_der(&pem.contents).expect("a certificate");
     let names = cert
         .subject_alternative_name()
-        .unwrap()
+        .expect("a valid SAN extension")
         .map(|san| san.value.general_names.iter().map(ToString::to_string).collect())
         .unwrap_or_default();
     Seen {
         subject: cert.subject().to_string(),
         issuer: cert.issuer().to_string(),
         names,
-        key_usage: cert.key_usage().unwrap().map(|u| u.value.to_string()),
-        extended_key_usage: cert.extended_key_usage().unwrap().map(|u| format!("{:?}", u.value)),
-        basic_constraints: cert.basic_constraints().unwrap().map(|c| format!("{:?}", c.value)),
+        key_usage: cert.key_usage().expect("a valid key usage extension").map(|u| u.value.to_string()),
+        extended_key_usage: cert
+            .extended_key_usage()
+            .expect("a valid extended key usage extension")
+            .map(|u| format!("{:?}", u.value)),
+        basic_constraints: cert
+            .basic_constraints()
+            .expect("a valid basic constraints extension")
+            .map(|c| format!("{:?}", c.value)),
         lifetime: cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp(),
     }
 }
