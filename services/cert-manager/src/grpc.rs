@@ -1,7 +1,7 @@
 //! The gRPC edge: maps the API's requests to the issuer core
 //! ([`crate::issuer`]) and its results and errors to responses and
-//! `tonic::Status` (which lives here only); the trust-bundle stream; the
-//! metrics of issuance.
+//! `tonic::Status` (which lives here only), and serves the trust-bundle
+//! stream.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,12 +10,6 @@ use std::time::Instant;
 use portcullis_proto::certs::v1::certificates_server::Certificates;
 use portcullis_proto::certs::v1::{IssueRequest, IssueResponse, TrustBundle, WatchTrustBundleRequest};
 use portcullis_telemetry::error_chain;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::metadata::MetadataMap;
@@ -24,66 +18,7 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::issuer::{AuthError, IssueError, Issuer, SignError};
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RefusalLabels {
-    reason: &'static str,
-}
-
-/// The cert-manager's metrics.
-#[derive(Debug)]
-pub struct IssueMetrics {
-    issued: Counter,
-    refused: Family<RefusalLabels, Counter>,
-    duration: Histogram,
-    /// The signing CA's notAfter, Unix seconds.
-    pub ca_expiry: Gauge,
-    /// How many CAs the trust bundle holds (2 during a rotation).
-    pub bundle_cas: Gauge,
-    /// The trust bundle's generation.
-    pub bundle_generation: Gauge,
-}
-
-impl Default for IssueMetrics {
-    fn default() -> Self {
-        Self {
-            issued: Counter::default(),
-            refused: Family::default(),
-            duration: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 14)),
-            ca_expiry: Gauge::default(),
-            bundle_cas: Gauge::default(),
-            bundle_generation: Gauge::default(),
-        }
-    }
-}
-
-impl IssueMetrics {
-    /// Registers them.
-    pub fn register(&self, registry: &mut Registry) {
-        registry.register("certs_issued", "Certificates issued", self.issued.clone());
-        registry.register("certs_refused", "Certificate requests refused, by reason", self.refused.clone());
-        registry.register("certs_issue_duration_seconds", "Time to check and sign a request", self.duration.clone());
-        registry.register(
-            "ca_expiry_timestamp_seconds",
-            "notAfter of the signing CA, Unix seconds (alert on time() - this)",
-            self.ca_expiry.clone(),
-        );
-        registry.register(
-            "ca_bundle_certificates",
-            "CAs in the trust bundle: 1, or 2 while a rotation is under way (alert when it stays 2 past maxLifetimeSeconds)",
-            self.bundle_cas.clone(),
-        );
-        registry.register(
-            "ca_bundle_generation",
-            "Generation of the trust bundle; each rotation step adds one",
-            self.bundle_generation.clone(),
-        );
-    }
-
-    fn refused(&self, reason: &'static str) {
-        self.refused.get_or_create(&RefusalLabels { reason }).inc();
-    }
-}
+use crate::metrics::IssueMetrics;
 
 /// The `Certificates` service: the issuer core behind the gRPC API.
 #[derive(Debug)]
@@ -192,8 +127,7 @@ impl CertificatesService {
         span.record("identity", identity.as_str());
         let request = request.into_inner();
         let issued = self.issuer.issue(&identity, &request.csr_pem, request.lifetime_seconds).await.map_err(refused)?;
-        self.metrics.issued.inc();
-        self.metrics.duration.observe(started.elapsed().as_secs_f64());
+        self.metrics.issued(started.elapsed());
         span.record("result", "issued");
         tracing::info!(%identity, lifetime_seconds = issued.lifetime.as_secs(), "certificate issued");
         Ok(Response::new(IssueResponse {

@@ -30,6 +30,7 @@ pub mod grpc;
 pub mod issuer;
 pub mod keeper;
 pub mod kubernetes;
+pub mod metrics;
 pub mod request;
 pub mod serve;
 pub mod store;

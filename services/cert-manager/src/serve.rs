@@ -21,10 +21,11 @@ use tonic::transport::Server;
 use crate::authority::{Authority, RotationPolicy};
 use crate::cli::{Mode, Serve};
 use crate::config::Config;
-use crate::grpc::{CertificatesService, IssueMetrics};
+use crate::grpc::CertificatesService;
 use crate::issuer::{Issuer, Lifetimes, LocalSigner, TokenFiles};
 use crate::kubernetes::csr::CsrSigner;
 use crate::kubernetes::token_review::TokenReviewer;
+use crate::metrics::IssueMetrics;
 use crate::store::Store;
 use crate::{keeper, kubernetes};
 
