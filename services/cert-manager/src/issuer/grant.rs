@@ -182,7 +182,8 @@ pub fn check_approved<'a>(
 ) -> Result<Grant, Refusal> {
     let accepted = accept(csr_pem, usages)?;
     if let Some(other) = accepted.names.iter().find(|n| !matches!(n, SanType::DnsName(_) | SanType::IpAddress(_))) {
-        return Err(Refusal::Usage(format!("a certificate for {other:?}")));
+        let allowed = "DNS names and IP addresses".to_owned();
+        return Err(Refusal::Name { identity: identity.to_owned(), name: format!("{other:?}"), allowed });
     }
     let requested = expiration_seconds.map(|s| Duration::from_secs(u64::try_from(s).unwrap_or_default()));
     Ok(grant(accepted, identity, lifetimes.grant(requested), csr_pem))
@@ -423,5 +424,8 @@ mod signer_checks {
         let refused = check_approved(&signing, [], None, "someone", &lifetimes()).map(|_| ());
         assert_eq!(refused, Err(Refusal::Usage("KeyCertSign".into())));
         assert!(matches!(check_approved("x", [], None, "someone", &lifetimes()), Err(Refusal::Malformed(_))));
+        let uri = csr(|p| p.subject_alt_names.push(SanType::URI("spiffe://cluster/ns/x".try_into().unwrap())));
+        let refused = check_approved(&uri, [], None, "someone", &lifetimes()).map(|_| ()).unwrap_err();
+        assert!(refused.to_string().contains("may have: DNS names and IP addresses"), "{refused}");
     }
 }
