@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use portcullis_cert_manager::checks::check;
+use portcullis_cert_manager::issuer::{check, profile};
 use portcullis_cert_manager::config::Client;
 use portcullis_fuzz::examples::CERT_MANAGER;
 use rcgen::{CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType};
@@ -88,19 +88,21 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if raw {
-        if let Ok(granted) = check(&pem(u.take_rest()), client, seconds, config) {
-            assert!(granted.params.subject_alt_names.iter().all(|san| may_have(client, san)));
+        if let Ok(granted) = check(&pem(u.take_rest()), client, seconds, &config.lifetimes()) {
+            assert!(granted.names.iter().all(|san| may_have(client, san)));
         }
         return;
     }
     let Ok((params, allowed)) = request(&mut u, client) else { return };
     let Ok(pem) = params.serialize_request(&*KEY).and_then(|r| r.pem()) else { return };
-    match check(&pem, client, seconds, config) {
+    match check(&pem, client, seconds, &config.lifetimes()) {
         Ok(granted) => {
             assert!(allowed, "granted what {} may not have: {:?}", client.identity, params);
-            assert!(granted.params.subject_alt_names.iter().all(|san| may_have(client, san)));
-            assert_eq!(granted.params.is_ca, IsCa::ExplicitNoCa);
-            assert_eq!(granted.params.extended_key_usages, [ExtendedKeyUsagePurpose::ServerAuth]);
+            assert!(granted.names.iter().all(|san| may_have(client, san)));
+            // What the one profile makes of it, in either mode.
+            let leaf = profile::leaf(&granted, time::OffsetDateTime::UNIX_EPOCH);
+            assert_eq!(leaf.is_ca, IsCa::ExplicitNoCa);
+            assert_eq!(leaf.extended_key_usages, [ExtendedKeyUsagePurpose::ServerAuth]);
             assert!(granted.lifetime <= Duration::from_secs(config.max_lifetime_seconds));
         }
         Err(refusal) => assert!(!allowed, "refused an allowed request ({refusal}): {params:?}"),

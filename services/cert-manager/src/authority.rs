@@ -206,8 +206,8 @@ impl Authority {
         data
     }
 
-    /// The authority of a state map. A map with only the active CA (as
-    /// older versions wrote it) is an authority with no rotation under way.
+    /// The authority of a state map. A map with only the active CA (a
+    /// Secret made by hand, say) is an authority with no rotation under way.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, CaError> {
         let field = |key: &str| data.get(key).map(String::as_str).unwrap_or_default();
         let number = |key: &str| {
@@ -330,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn the_state_map_round_trips_and_reads_the_old_layout() {
+    fn the_state_map_round_trips_and_a_map_of_only_the_active_ca_is_read() {
         let policy = policy();
         let (rotating, _) = Authority::create(policy.ca_lifetime).unwrap().step(now(), true, &policy).unwrap().unwrap();
         let back = Authority::from_data(&rotating.to_data()).unwrap();

@@ -8,9 +8,7 @@
 //! changes, and retries a failed patch with a per-object exponential
 //! backoff (1 s doubling to 5 min) until it succeeds.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -25,10 +23,7 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-/// The first retry of a failed patch; doubled per failure in a row.
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-/// The longest wait between retries.
-const LAST_RETRY: Duration = Duration::from_secs(300);
+use crate::backoff::Backoff;
 
 /// Why a configuration's caBundle could not be set.
 #[derive(Debug, thiserror::Error)]
@@ -42,11 +37,11 @@ pub struct CaBundleError {
 }
 
 /// What each reconciliation reads: the API, the bundle, and the failures in
-/// a row per configuration (for the backoff).
+/// a row per configuration.
 struct Context {
     api: Api<DynamicObject>,
     bundle: watch::Receiver<TrustBundle>,
-    failures: Mutex<HashMap<String, u32>>,
+    backoff: Backoff,
 }
 
 /// Keeps the caBundles of both kinds of labelled configurations equal to
@@ -71,7 +66,7 @@ async fn control(
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     // A new bundle: every labelled configuration, now.
     let changes = WatchStream::from_changes(bundle.clone()).map(|_| ());
-    let context = Arc::new(Context { api: api.clone(), bundle, failures: Mutex::new(HashMap::new()) });
+    let context = Arc::new(Context { api: api.clone(), bundle, backoff: Backoff::default() });
     let controller = Controller::new_with(api, watcher::Config::default().labels(INJECT_CA_SELECTOR), resource)
         .reconcile_all_on(changes)
         .run(reconcile, retry, context)
@@ -100,23 +95,16 @@ async fn reconcile(object: Arc<DynamicObject>, context: Arc<Context>) -> Result<
             .map_err(|source| CaBundleError { configuration: name.clone(), source })?;
         tracing::info!(configuration = %name, "caBundle set to the current trust bundle");
     }
-    lock(&context.failures).remove(&name);
+    context.backoff.succeeded(&name);
     Ok(Action::await_change())
 }
 
 /// A failed patch is retried after 1 s, 2 s, 4 s... up to 5 min.
 fn retry(object: Arc<DynamicObject>, err: &CaBundleError, context: Arc<Context>) -> Action {
     let name = object.metadata.name.clone().unwrap_or_default();
-    let mut failures = lock(&context.failures);
-    let count = failures.entry(name).or_default();
-    *count = count.saturating_add(1);
-    let wait = FIRST_RETRY.saturating_mul(2u32.saturating_pow(*count - 1)).min(LAST_RETRY);
+    let wait = context.backoff.failed(&name);
     tracing::warn!(error = %error_chain(err), retry_in_seconds = wait.as_secs(), "could not set caBundle");
     Action::requeue(wait)
-}
-
-fn lock(failures: &Mutex<HashMap<String, u32>>) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
-    failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn encoded(bundle: &TrustBundle) -> String {

@@ -106,6 +106,14 @@ impl Config {
         Ok(config)
     }
 
+    /// The lifetimes a grant may have.
+    pub fn lifetimes(&self) -> crate::issuer::Lifetimes {
+        crate::issuer::Lifetimes {
+            default: Duration::from_secs(self.default_lifetime_seconds),
+            max: Duration::from_secs(self.max_lifetime_seconds),
+        }
+    }
+
     /// The client with `identity`.
     pub fn client(&self, identity: &str) -> Option<&Client> {
         self.clients.iter().find(|c| c.identity == identity)

@@ -22,7 +22,11 @@ use tonic::transport::Server;
 use crate::authority::{Authority, RotationPolicy};
 use crate::cli::{Mode, Serve};
 use crate::config::Config;
-use crate::grpc::{Backend, CertificatesService, IssueMetrics};
+use crate::grpc::CertificatesService;
+use crate::issuer::{Issuer, Lifetimes, LocalSigner, TokenFiles};
+use crate::kubernetes::csr::CsrSigner;
+use crate::kubernetes::token_review::TokenReviewer;
+use crate::metrics::IssueMetrics;
 use crate::store::Store;
 use crate::{keeper, kubernetes};
 
@@ -61,14 +65,17 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let authorities = Arc::new(watch::Sender::new(Arc::new(authority)));
     let bundle = trust_bundle(&args, &authorities, shutdown.clone())?;
 
-    let backend = match &client {
-        None => Backend::Standalone { authority: authorities.subscribe() },
-        Some(client) => Backend::Kubernetes {
-            client: client.clone(),
-            audience: args.token_audience.clone(),
-            signer_name: args.signer_name.clone(),
-            timeout: args.csr_timeout,
-        },
+    let issuer = match &client {
+        None => Issuer::new(
+            config.clone(),
+            Box::new(TokenFiles::new(config.clone())),
+            Box::new(LocalSigner::new(authorities.subscribe())),
+        ),
+        Some(client) => Issuer::new(
+            config.clone(),
+            Box::new(TokenReviewer::new(client.clone(), args.token_audience.clone())),
+            Box::new(CsrSigner::new(client.clone(), args.signer_name.clone(), args.csr_timeout)),
+        ),
     };
     let interval = args.ca_check_interval;
     match &client {
@@ -88,7 +95,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 bundle: bundle.clone(),
                 own_signer: (args.signer_name == portcullis_admission::names::OWN_SIGNER)
                     .then(|| args.signer_name.clone()),
-                max_leaf_seconds: config.max_lifetime_seconds,
+                lifetimes: config.lifetimes(),
                 namespace: args.namespace.clone(),
                 configmap: args.ca_configmap.clone(),
             };
@@ -114,7 +121,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     own.renew(&authorities.borrow()).context("the cert-manager's own certificate")?;
     tokio::spawn(own.follow(authorities.subscribe(), shutdown.clone()));
 
-    let service = CertificatesServer::new(CertificatesService::new(config, backend, bundle, issue_metrics));
+    let service = CertificatesServer::new(CertificatesService::new(issuer, bundle, issue_metrics));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CertificatesServer<CertificatesService>>().await;
 
@@ -147,7 +154,7 @@ struct LeaderWork {
     authorities: Arc<watch::Sender<Arc<Authority>>>,
     bundle: watch::Receiver<TrustBundle>,
     own_signer: Option<String>,
-    max_leaf_seconds: u64,
+    lifetimes: Lifetimes,
     namespace: String,
     configmap: String,
 }
@@ -158,12 +165,18 @@ impl LeaderWork {
         let Self { client, store, policy, interval, authorities, bundle, .. } = self;
         if let Some(signer) = self.own_signer {
             let signing = authorities.subscribe();
-            let max = self.max_leaf_seconds;
-            tokio::spawn(kubernetes::run_signer(client.clone(), signer, signing, max, leading.clone()));
+            let lifetimes = self.lifetimes;
+            tokio::spawn(kubernetes::signer::run(client.clone(), signer, signing, lifetimes, leading.clone()));
         }
         let published = authorities.subscribe();
         let (namespace, configmap) = (self.namespace, self.configmap);
-        tokio::spawn(kubernetes::keep_published(client.clone(), namespace, configmap, published, leading.clone()));
+        tokio::spawn(kubernetes::publish::keep_published(
+            client.clone(),
+            namespace,
+            configmap,
+            published,
+            leading.clone(),
+        ));
         tokio::spawn(keeper::run(store, policy, interval, true, authorities, leading.clone()));
         crate::ca_bundle::run(client, bundle, leading).await;
     }

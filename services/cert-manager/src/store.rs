@@ -76,10 +76,7 @@ impl Store {
                 let path = dir.join(STATE_FILE);
                 let data = match std::fs::read(&path) {
                     Ok(text) => serde_json::from_slice(&text).map_err(|source| StoreError::Json { path, source })?,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => match read_first_layout(dir)? {
-                        Some(data) => data,
-                        None => return Ok(None),
-                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                     Err(source) => return Err(StoreError::Io { path, source }),
                 };
                 Ok(Some(Loaded { data, rotate_requested: dir.join(ROTATE_FILE).exists(), secret: None }))
@@ -146,27 +143,12 @@ impl Store {
 /// when the directory holds no CA: a typo must not pass silently.
 pub fn request_rotation(dir: &Path) -> Result<(), StoreError> {
     let state = dir.join(STATE_FILE);
-    if !state.exists() && !dir.join("ca.key").exists() {
+    if !state.exists() {
         let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no CA here (is this the --ca-dir?)");
         return Err(StoreError::Io { path: state, source });
     }
     let path = dir.join(ROTATE_FILE);
     std::fs::write(&path, "").map_err(|source| StoreError::Io { path, source })
-}
-
-/// The CA as version 0.1.0 kept it (`ca.crt`, `ca.key`), so that an
-/// upgrade keeps the CA; the next write moves it into the state file.
-fn read_first_layout(dir: &Path) -> Result<Option<BTreeMap<String, String>>, StoreError> {
-    let (cert, key) = (dir.join("ca.crt"), dir.join("ca.key"));
-    if !key.exists() {
-        return Ok(None);
-    }
-    let read =
-        |path: &Path| std::fs::read_to_string(path).map_err(|source| StoreError::Io { path: path.into(), source });
-    Ok(Some(BTreeMap::from([
-        (crate::authority::keys::ACTIVE_CERT.to_owned(), read(&cert)?),
-        (crate::authority::keys::ACTIVE_KEY.to_owned(), read(&key)?),
-    ])))
 }
 
 /// Writes the state file whole: a new file (mode 0600) renamed over the old.
@@ -213,15 +195,5 @@ mod tests {
         assert!(loaded.rotate_requested);
         store.save(&data, Some(&loaded)).await.unwrap();
         assert!(!store.load().await.unwrap().unwrap().rotate_requested, "the request is taken once");
-    }
-
-    #[tokio::test]
-    async fn a_directory_of_the_first_layout_keeps_its_ca() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("ca.crt"), "CERT").unwrap();
-        std::fs::write(dir.path().join("ca.key"), "KEY").unwrap();
-        let loaded = Store::Dir(dir.path().to_owned()).load().await.unwrap().unwrap();
-        assert_eq!(loaded.data.get("tls.crt").map(String::as_str), Some("CERT"));
-        assert_eq!(loaded.data.get("tls.key").map(String::as_str), Some("KEY"));
     }
 }

@@ -146,14 +146,7 @@ impl Injector {
     /// created in namespaces labelled `e2e.portcullis.dev/case=<case>`;
     /// removed when the returned cleanup is dropped.
     pub fn register(&self, name: &str, case: &str) -> Cleanup {
-        let manifest = format!(
-            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: {name}\n  labels: {{portcullis.dev/inject-ca: \"true\"}}\n\
-             webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
-             \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: {case}}}}}\n\
-             \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
-            self.addr.port()
-        );
-        Cleanup::apply("mutatingwebhookconfiguration", name, &manifest)
+        register_injector(name, case, self.addr, None)
     }
 
     /// Whether the certificate it serves now verifies against `ca_pem` only.
@@ -168,4 +161,28 @@ impl Injector {
         // Any answer means the handshake verified.
         client.get(format!("https://127.0.0.1:{}/healthz", self.addr.port())).send().await.is_ok()
     }
+}
+
+/// Registers a MutatingWebhookConfiguration `name` for the injector at
+/// `addr` (`https://127.0.0.1:<port>/mutate`), failing closed, for pods
+/// created in namespaces labelled `e2e.portcullis.dev/case=<case>`: with
+/// `ca_pem` as its caBundle, or without one and labelled for the
+/// cert-manager's caBundle controller. Removed when the returned cleanup is
+/// dropped.
+pub fn register_injector(name: &str, case: &str, addr: SocketAddr, ca_pem: Option<&str>) -> Cleanup {
+    use base64::Engine as _;
+    let (labels, bundle) = match ca_pem {
+        None => ("{portcullis.dev/inject-ca: \"true\"}".to_owned(), String::new()),
+        Some(pem) => {
+            ("{}".to_owned(), format!(", caBundle: {}", base64::engine::general_purpose::STANDARD.encode(pem)))
+        }
+    };
+    let manifest = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: {name}\n  labels: {labels}\n\
+         webhooks:\n  - name: inject.portcullis.dev\n    admissionReviewVersions: [v1]\n    sideEffects: None\n    failurePolicy: Fail\n\
+         \x20   clientConfig: {{url: 'https://127.0.0.1:{}/mutate'{bundle}}}\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: {case}}}}}\n\
+         \x20   rules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]\n",
+        addr.port()
+    );
+    Cleanup::apply("mutatingwebhookconfiguration", name, &manifest)
 }

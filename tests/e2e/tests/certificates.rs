@@ -1,11 +1,13 @@
-//! A webhook that takes its serving certificate from the cert-manager
-//! (standalone mode): not ready until the certificate arrives, serving it
-//! to clients that trust only the cert-manager's CA, and serving on when
-//! the cert-manager goes away.
+//! A webhook that takes its serving certificate from the cert-manager, in
+//! each mode, called by the real API server with that certificate.
+//! Standalone: not ready until the certificate arrives, serving it to
+//! clients that trust only the cert-manager's CA (the API server among
+//! them), and serving on when the cert-manager goes away.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use portcullis_e2e::cert_manager::register_injector;
 use portcullis_e2e::{Process, binaries, cluster, eventually, jaeger_traces, repo, spans_of};
 use portcullis_test_support::http;
 
@@ -76,6 +78,22 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     let response =
         client.post(format!("https://127.0.0.1:{}/mutate", hook.port())).body(body.clone()).send().await.unwrap();
     assert_eq!(response.status(), 200);
+
+    // The API server's own client, trusting only the standalone CA, calls
+    // the webhook with the standalone mode's certificate.
+    let cluster = cluster();
+    let case = "standalone-certificate";
+    let _namespace = portcullis_e2e::cleanup::Cleanup::of("namespace", case);
+    portcullis_e2e::ok(cluster.kubectl(&["create", "namespace", case]));
+    portcullis_e2e::ok(cluster.kubectl(&["label", "namespace", case, &format!("e2e.portcullis.dev/case={case}")]));
+    let ca_pem = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
+    let _registered = register_injector("portcullis-injector-standalone", case, hook, Some(&ca_pem));
+    let injected = || {
+        let out = cluster.kubectl(&["run", "probe", "--image=nginx", "-n", case, "--dry-run=server", "-o", "json"]);
+        String::from_utf8_lossy(&out.stdout).contains("portcullis.dev/status").then_some(())
+    };
+    eventually("the API server calls the webhook over the standalone certificate", Duration::from_secs(30), injected)
+        .await;
 
     // The issuance is one trace: the injector's client span, the
     // cert-manager's `issue` span under it.
