@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use portcullis_cert_manager::issuer::{check, profile};
 use portcullis_cert_manager::config::Client;
+use portcullis_cert_manager::issuer::{check, profile};
 use portcullis_fuzz::examples::CERT_MANAGER;
 use rcgen::{CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType};
 

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
+use portcullis_cel::budget::Limits;
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{cluster, settings};
-use portcullis_cel::budget::Limits;
 use portcullis_validator::evaluate::evaluate;
 use portcullis_validator::policy::PolicySet;
 use serde_json::json;

@@ -7,8 +7,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
-use portcullis_fuzz::{answer, examples, validate};
 use portcullis_cel::budget::Limits;
+use portcullis_fuzz::{answer, examples, validate};
 
 fuzz_target!(|body: &[u8]| {
     if let Ok(req) = portcullis_injector::pod::decode(body) {

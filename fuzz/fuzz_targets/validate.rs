@@ -7,9 +7,9 @@
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use portcullis_admission::decode;
+use portcullis_cel::budget::Limits;
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{json, pod, validate};
-use portcullis_cel::budget::Limits;
 use serde_json::Value;
 
 fn object(u: &mut Unstructured<'_>, envelope: &Envelope) -> libfuzzer_sys::arbitrary::Result<Value> {
