@@ -84,7 +84,9 @@ pub struct Serve {
     /// Watch Namespaces (list/watch, metadata only) so that policies can use
     /// `namespaceSelector`, and the objects of every `paramKind` a policy
     /// reads. Uses the in-cluster service account or KUBECONFIG. Without
-    /// it, such policies follow their failure policy.
+    /// it, policies with a `namespaceSelector` follow their failure policy
+    /// and those with a `paramKind` find no parameter objects (their
+    /// `parameterNotFoundAction` decides).
     #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_namespaces: bool,
     /// Threads that evaluate requests, started once: the most requests

@@ -30,8 +30,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         let client = kube::Client::try_default().await.context(Hinted::new(
             "connecting to the Kubernetes API to watch Namespaces",
             format!(
-                "--watch-namespaces=false serves without it (policies with a namespaceSelector or a paramKind then \
-                 follow their failure policy); else {KUBECONFIG_HINT}"
+                "--watch-namespaces=false serves without it (policies with a namespaceSelector then follow their \
+                 failure policy, and those with a paramKind find no parameter objects: their \
+                 parameterNotFoundAction decides); else {KUBECONFIG_HINT}"
             ),
         ))?;
         Some(client)

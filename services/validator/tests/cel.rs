@@ -215,7 +215,8 @@ fn a_policy_whose_cost_grows_faster_than_the_object_is_refused_at_load() {
     assert!(refused.contains("policy slow: validations[0]"), "{refused}");
     assert!(refused.contains("estimated worst-case cost of"), "{refused}");
     assert!(refused.contains("over the limit of 10000000 (--cel-cost-limit)"), "{refused}");
-    // The example from the issue: no two annotations share a value.
+    // A loop over annotations inside a loop over annotations: no two
+    // annotations share a value.
     let quadratic = SLOW.replace("FAILURE", "Fail").replace(
         "object.data.items.all(a, object.data.items.all(b, object.data.items.all(c, a + b + c != '')))",
         "object.metadata.annotations.all(k, object.metadata.annotations.all(j, k == j || object.metadata.annotations[k] != object.metadata.annotations[j]))",

@@ -130,7 +130,8 @@ fn to_cel_reading(value: &Value, reads: &Reads) -> Box<dyn Val> {
     }
 }
 
-/// Converted straight, in one pass.
+/// JSON to the interpreter's values, with Kubernetes' typing: integers are
+/// `int`, other numbers `double`. Converted straight, in one pass.
 fn to_cel(value: &Value) -> Box<dyn Val> {
     match value {
         Value::Null => Box::new(CelNull),

@@ -231,17 +231,21 @@ pub fn inject_context(headers: &mut http::HeaderMap) {
 ///
 /// Many errors (kube's among them) write their source into their own
 /// message as well as returning it from `source()`; a cause whose text is
-/// already in the line is left out, so that it is not read two or three
-/// times.
+/// already in the message of the error it is the source of is left out,
+/// so that it is not read two or three times. Only that message is
+/// compared: a short cause ("timed out") is kept even when some other
+/// part of the line happens to contain its words.
 pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut out = err.to_string();
+    let mut outer = out.clone();
     let mut source = err.source();
     while let Some(s) = source {
         let text = s.to_string();
-        if !out.contains(&text) {
+        if !outer.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);
         }
+        outer = text;
         source = s.source();
     }
     out
@@ -265,5 +269,20 @@ mod tests {
     fn each_cause_is_named_once_outermost_first() {
         let err = Wraps(Repeats(std::io::Error::other("reading /missing: not found")));
         assert_eq!(error_chain(&err), "starting: failed to infer config: kubeconfig: (reading /missing: not found)");
+    }
+
+    /// A context whose words a deeper cause repeats.
+    #[derive(Debug, thiserror::Error)]
+    #[error("connecting timed out")]
+    struct Says(#[source] Wraps);
+
+    #[test]
+    fn a_cause_is_left_out_only_when_the_error_it_caused_says_it() {
+        let err = Says(Wraps(Repeats(std::io::Error::other("timed out"))));
+        assert_eq!(
+            error_chain(&err),
+            "connecting timed out: starting: failed to infer config: kubeconfig: (timed out)",
+            "kept: \"starting\" does not say it; left out: the kubeconfig error does"
+        );
     }
 }
