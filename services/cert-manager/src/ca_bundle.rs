@@ -95,7 +95,7 @@ async fn reconcile(object: Arc<DynamicObject>, context: Arc<Context>) -> Result<
             .map_err(|source| CaBundleError { configuration: name.clone(), source })?;
         tracing::info!(configuration = %name, "caBundle set to the current trust bundle");
     }
-    context.backoff.succeeded(&name);
+    context.backoff.forget(&name);
     Ok(Action::await_change())
 }
 
