@@ -2,7 +2,9 @@
 //! the caBundle controller): 1 s after a failure, doubling with each
 //! failure in a row up to 5 min, back to nothing after a success.
 //! kube-runtime's error policy is told only of the failure at hand, so the
-//! count in a row is kept here.
+//! count in a row is kept here, and forgotten once the object succeeds,
+//! needs nothing more or is gone (CSR names are generated: a count never
+//! forgotten would stay for the leader's lifetime).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,8 +30,9 @@ impl Backoff {
         FIRST.saturating_mul(2u32.saturating_pow(*count - 1)).min(LAST)
     }
 
-    /// `name` succeeded: its next failure waits the shortest time again.
-    pub(crate) fn succeeded(&self, name: &str) {
+    /// `name` succeeded, needs nothing more or is gone: its next failure
+    /// waits the shortest time again.
+    pub(crate) fn forget(&self, name: &str) {
         self.lock().remove(name);
     }
 
@@ -48,7 +51,10 @@ mod tests {
         let waits: Vec<u64> = (0..10).map(|_| backoff.failed("a").as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]);
         assert_eq!(backoff.failed("b").as_secs(), 1, "per object");
-        backoff.succeeded("a");
+        backoff.forget("a");
         assert_eq!(backoff.failed("a").as_secs(), 1);
+        backoff.forget("a");
+        backoff.forget("b");
+        assert!(backoff.lock().is_empty(), "nothing kept of forgotten objects");
     }
 }

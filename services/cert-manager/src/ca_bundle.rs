@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::watcher;
 use portcullis_admission::names::INJECT_CA_SELECTOR;
 use portcullis_proto::certs::v1::TrustBundle;
@@ -69,10 +69,21 @@ async fn control(
     let context = Arc::new(Context { api: api.clone(), bundle, backoff: Backoff::default() });
     let controller = Controller::new_with(api, watcher::Config::default().labels(INJECT_CA_SELECTOR), resource)
         .reconcile_all_on(changes)
-        .run(reconcile, retry, context)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %error_chain(&err), "caBundle controller");
+        .run(reconcile, retry, context.clone())
+        .for_each(|result| {
+            let context = context.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    // Logged by `retry`, which knows the wait.
+                    Err(controller::Error::ReconcilerFailed(..)) => {}
+                    // Deleted while a retry was scheduled: its count goes too.
+                    Err(controller::Error::ObjectNotFound(object)) => context.backoff.forget(&object.name),
+                    // The watcher's errors (RBAC forbidding list or watch on
+                    // webhook configurations, an API server away) come only
+                    // this way.
+                    Err(err) => tracing::warn!(error = %error_chain(&err), "caBundle controller"),
+                }
             }
         });
     tokio::select! {
@@ -95,7 +106,7 @@ async fn reconcile(object: Arc<DynamicObject>, context: Arc<Context>) -> Result<
             .map_err(|source| CaBundleError { configuration: name.clone(), source })?;
         tracing::info!(configuration = %name, "caBundle set to the current trust bundle");
     }
-    context.backoff.succeeded(&name);
+    context.backoff.forget(&name);
     Ok(Action::await_change())
 }
 

@@ -34,28 +34,46 @@ impl CertificatesService {
         Self { issuer, bundle, metrics }
     }
 
-    /// The caller's identity, from its bearer token.
-    async fn authenticate(&self, metadata: &MetadataMap) -> Result<String, Status> {
-        let token = bearer(metadata)?;
-        self.issuer.authenticate(&token).await.map_err(status)
+    /// The caller's identity, from its bearer token (a missing or unusable
+    /// one is rejected as an invalid token is).
+    async fn authenticate(&self, metadata: &MetadataMap) -> Result<String, IssueError> {
+        let token = bearer(metadata)
+            .map_err(|status| IssueError::Unauthenticated(AuthError::Rejected(status.message().to_owned())))?;
+        self.issuer.authenticate(&token).await
     }
 }
 
 /// The status a client gets for `err`: precise about what it asked for,
-/// silent about internals (those are logged).
+/// silent about internals. Every refusal and signer failure is logged
+/// here, the internals with their full chain.
 fn status(err: IssueError) -> Status {
     match err {
-        IssueError::Unauthenticated(AuthError::Rejected(message)) => Status::unauthenticated(message),
+        IssueError::Unauthenticated(AuthError::Rejected(message)) => {
+            tracing::warn!(reason = %message, "not authenticated");
+            Status::unauthenticated(message)
+        }
         IssueError::Unauthenticated(err @ AuthError::Unavailable(_)) => {
             tracing::error!(error = %error_chain(&err), "the token could not be checked");
             Status::unavailable("cannot check the token with the API server; retry later")
         }
-        err @ IssueError::UnknownClient(_) => Status::permission_denied(err.to_string()),
-        IssueError::Refused(refusal) if refusal.is_permission() => Status::permission_denied(refusal.to_string()),
-        IssueError::Refused(refusal) => Status::invalid_argument(refusal.to_string()),
-        IssueError::Signer(err @ SignError::Refused(_)) => Status::failed_precondition(err.to_string()),
+        err @ IssueError::UnknownClient(_) => {
+            tracing::warn!(reason = %err, "certificate request refused");
+            Status::permission_denied(err.to_string())
+        }
+        IssueError::Refused(refusal) => {
+            tracing::warn!(reason = %refusal, "certificate request refused");
+            if refusal.is_permission() {
+                Status::permission_denied(refusal.to_string())
+            } else {
+                Status::invalid_argument(refusal.to_string())
+            }
+        }
+        IssueError::Signer(err @ SignError::Refused(_)) => {
+            tracing::warn!(reason = %err, "the signer refused the certificate request");
+            Status::failed_precondition(err.to_string())
+        }
         IssueError::Signer(SignError::Unavailable(source)) => {
-            tracing::error!(error = %error_chain(&*source), "signing failed");
+            tracing::warn!(error = %error_chain(&*source), "signing failed");
             Status::unavailable(format!("the certificate could not be signed: {source}"))
         }
         err @ IssueError::NotACertificate => {
@@ -101,7 +119,7 @@ impl Certificates for CertificatesService {
         &self,
         request: Request<WatchTrustBundleRequest>,
     ) -> Result<Response<Self::WatchTrustBundleStream>, Status> {
-        self.authenticate(request.metadata()).await?;
+        self.authenticate(request.metadata()).await.map_err(status)?;
         let stream = tokio_stream::wrappers::WatchStream::new(self.bundle.clone()).map(Ok);
         Ok(Response::new(Box::pin(stream)))
     }
@@ -117,13 +135,9 @@ impl CertificatesService {
         let refused = |err: IssueError| {
             self.metrics.refused(err.reason());
             span.record("result", err.reason());
-            if let IssueError::Refused(refusal) = &err {
-                tracing::warn!(reason = %refusal, "certificate request refused");
-            }
             status(err)
         };
-        let token = bearer(request.metadata()).inspect_err(|_| self.metrics.refused("unauthenticated"))?;
-        let identity = self.issuer.authenticate(&token).await.map_err(refused)?;
+        let identity = self.authenticate(request.metadata()).await.map_err(refused)?;
         span.record("identity", identity.as_str());
         let request = request.into_inner();
         let issued = self.issuer.issue(&identity, &request.csr_pem, request.lifetime_seconds).await.map_err(refused)?;

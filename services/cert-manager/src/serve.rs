@@ -164,7 +164,7 @@ impl LeaderWork {
     async fn run(self, leading: CancellationToken) {
         let Self { client, store, policy, interval, authorities, bundle, .. } = self;
         if let Some(signer) = self.own_signer {
-            let signing = authorities.subscribe();
+            let signing = LocalSigner::new(authorities.subscribe());
             let lifetimes = self.lifetimes;
             tokio::spawn(kubernetes::signer::run(client.clone(), signer, signing, lifetimes, leading.clone()));
         }

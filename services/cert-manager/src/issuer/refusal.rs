@@ -14,7 +14,7 @@ pub enum Refusal {
     /// The request asks for a usage other than server authentication.
     #[error("the certificate request asks for {0} usage; only server authentication is granted")]
     Usage(String),
-    /// The key type or size is not accepted.
+    /// The key type is not accepted.
     #[error("the key type {0} is not accepted; use ECDSA P-256 or P-384, Ed25519, or RSA of at least 2048 bits")]
     Key(String),
     /// A subject attribute the caller may not have.

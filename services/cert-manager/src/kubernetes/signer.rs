@@ -3,9 +3,10 @@
 //! every approved, unsigned CSR of that name gets a certificate built by
 //! the one profile from a [`Grant`] of the issuer core (the key, the
 //! usages, the CA flag and the lifetime checked again: whoever approved
-//! it), or a Failed condition saying why not. A failed status write is
-//! retried with backoff; up to [`CONCURRENT_SIGNATURES`] CSRs are signed
-//! at once.
+//! it), signed through the [`Signer`] of the CA in the Secret
+//! ([`LocalSigner`]), or a Failed condition saying why not. A failed
+//! signature or status write is retried with backoff; up to
+//! [`CONCURRENT_SIGNATURES`] CSRs are signed at once.
 
 use std::sync::Arc;
 
@@ -17,15 +18,12 @@ use kube::runtime::watcher;
 use portcullis_admission::names::{IDENTITY_ANNOTATION, TRACEPARENT_ANNOTATION};
 use portcullis_telemetry::error_chain;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::refusal;
-use crate::authority::Authority;
 use crate::backoff::Backoff;
-use crate::ca::CaError;
-use crate::issuer::{Grant, Lifetimes, Refusal, check_approved};
+use crate::issuer::{Grant, Lifetimes, LocalSigner, Refusal, SignError, Signer as _, check_approved};
 
 /// How many CSRs are signed at once: a burst of webhook pods starting
 /// together is served in parallel without an unbounded number of API calls.
@@ -34,14 +32,14 @@ pub const CONCURRENT_SIGNATURES: u16 = 8;
 /// Why a CSR's result was not written (it is retried).
 #[derive(Debug, thiserror::Error)]
 pub enum SignerError {
-    /// The CA failed to sign.
+    /// The grant was not signed.
     #[error("cannot sign CertificateSigningRequest {name}")]
-    Ca {
+    Sign {
         /// The CSR object's name.
         name: String,
         /// Why.
         #[source]
-        source: CaError,
+        source: SignError,
     },
     /// The status write failed.
     #[error("cannot write the status of CertificateSigningRequest {name}")]
@@ -56,31 +54,41 @@ pub enum SignerError {
 
 struct Context {
     api: Api<CertificateSigningRequest>,
-    authority: watch::Receiver<Arc<Authority>>,
+    signer: LocalSigner,
     lifetimes: Lifetimes,
     backoff: Backoff,
 }
 
-/// Signs every approved, unsigned CSR of `signer_name` with the active CA
-/// of `authority`, within `lifetimes`, until `shutdown`.
+/// Signs every approved, unsigned CSR of `signer_name` with `signer`
+/// (the active CA), within `lifetimes`, until `shutdown`.
 pub async fn run(
     client: kube::Client,
     signer_name: String,
-    authority: watch::Receiver<Arc<Authority>>,
+    signer: LocalSigner,
     lifetimes: Lifetimes,
     shutdown: CancellationToken,
 ) {
     let api: Api<CertificateSigningRequest> = Api::all(client);
     // Only this signer's CSRs: the API server filters on spec.signerName.
     let only_ours = watcher::Config::default().fields(&format!("spec.signerName={signer_name}"));
-    let context = Arc::new(Context { api: api.clone(), authority, lifetimes, backoff: Backoff::default() });
+    let context = Arc::new(Context { api: api.clone(), signer, lifetimes, backoff: Backoff::default() });
     Controller::new(api, only_ours)
         .with_config(controller::Config::default().concurrency(CONCURRENT_SIGNATURES))
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, retry, context)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %error_chain(&err), "CSR signer");
+        .run(reconcile, retry, context.clone())
+        .for_each(|result| {
+            let context = context.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    // Logged by `retry`, which knows the wait.
+                    Err(controller::Error::ReconcilerFailed(..)) => {}
+                    // Deleted while a retry was scheduled: its count goes too.
+                    Err(controller::Error::ObjectNotFound(object)) => context.backoff.forget(&object.name),
+                    // The watcher's errors (RBAC forbidding list or watch on
+                    // CSRs, an API server away) come only this way.
+                    Err(err) => tracing::warn!(error = %error_chain(&err), "CSR signer"),
+                }
             }
         })
         .await;
@@ -107,10 +115,12 @@ pub fn grant_of(csr: &CertificateSigningRequest, lifetimes: &Lifetimes) -> Resul
 }
 
 async fn reconcile(csr: Arc<CertificateSigningRequest>, context: Arc<Context>) -> Result<Action, SignerError> {
+    let name = csr.metadata.name.clone().unwrap_or_default();
     if !pending(&csr) {
+        // Signed, failed or denied (by us or anyone): nothing to retry.
+        context.backoff.forget(&name);
         return Ok(Action::await_change());
     }
-    let name = csr.metadata.name.clone().unwrap_or_default();
     let span =
         tracing::info_span!("sign", csr = %name, trace_id = tracing::field::Empty, span_id = tracing::field::Empty);
     if let Some(parent) = csr.metadata.annotations.as_ref().and_then(|a| a.get(TRACEPARENT_ANNOTATION)) {
@@ -121,22 +131,19 @@ async fn reconcile(csr: Arc<CertificateSigningRequest>, context: Arc<Context>) -
         portcullis_telemetry::continue_trace(&span, &headers);
     }
     sign(&csr, &name, &context).instrument(span).await?;
-    context.backoff.succeeded(&name);
+    context.backoff.forget(&name);
     Ok(Action::await_change())
 }
 
 /// Signs (or refuses) one approved CSR and writes the result to its status.
 async fn sign(csr: &CertificateSigningRequest, name: &str, context: &Context) -> Result<(), SignerError> {
-    let patch = match grant_of(csr, &context.lifetimes) {
+    let (patch, refused) = match grant_of(csr, &context.lifetimes) {
         Ok(grant) => {
-            let ca = context.authority.borrow().active.clone();
-            let pem = ca.sign(&grant).map_err(|source| SignerError::Ca { name: name.to_owned(), source })?;
-            json!({"status": {"certificate": base64(pem.as_bytes())}})
+            let signed = context.signer.sign(&grant).await;
+            let pem = signed.map_err(|source| SignerError::Sign { name: name.to_owned(), source })?;
+            (json!({"status": {"certificate": base64(pem.as_bytes())}}), None)
         }
-        Err(refusal) => {
-            tracing::warn!(csr = %name, reason = %refusal, "refusing to sign");
-            failed(&refusal)
-        }
+        Err(refusal) => (failed(&refusal), Some(refusal)),
     };
     context
         .api
@@ -144,7 +151,10 @@ async fn sign(csr: &CertificateSigningRequest, name: &str, context: &Context) ->
         .instrument(tracing::info_span!("write CertificateSigningRequest status", otel.kind = "client"))
         .await
         .map_err(|source| SignerError::Status { name: name.to_owned(), source })?;
-    tracing::info!(csr = %name, "signed");
+    match refused {
+        None => tracing::info!(csr = %name, "signed"),
+        Some(refusal) => tracing::warn!(csr = %name, reason = %refusal, "refused: marked Failed"),
+    }
     Ok(())
 }
 
