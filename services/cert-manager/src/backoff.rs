@@ -10,6 +10,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kube::Resource;
+use kube::runtime::controller::{self, Action};
+use kube::runtime::reflector::ObjectRef;
+use portcullis_telemetry::error_chain;
+
 /// The first retry; doubled per failure in a row.
 const FIRST: Duration = Duration::from_secs(1);
 /// The longest wait between retries.
@@ -34,6 +39,27 @@ impl Backoff {
     /// waits the shortest time again.
     pub(crate) fn forget(&self, name: &str) {
         self.lock().remove(name);
+    }
+
+    /// Reads one result of `controller`'s stream: a failed reconcile was
+    /// logged by the error policy, which knows the wait; an object deleted
+    /// while its retry was scheduled is forgotten; anything else (the
+    /// watcher's errors: RBAC forbidding list or watch, an API server
+    /// away) comes only this way, and is logged.
+    pub(crate) fn settle<K, R, Q>(
+        &self,
+        controller: &str,
+        result: Result<(ObjectRef<K>, Action), controller::Error<R, Q>>,
+    ) where
+        K: Resource,
+        R: std::error::Error + 'static,
+        Q: std::error::Error + 'static,
+    {
+        match result {
+            Ok(_) | Err(controller::Error::ReconcilerFailed(..)) => {}
+            Err(controller::Error::ObjectNotFound(object)) => self.forget(&object.name),
+            Err(err) => tracing::warn!(error = %error_chain(&err), "{controller}"),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use portcullis_admission::names::INJECT_CA_SELECTOR;
 use portcullis_proto::certs::v1::TrustBundle;
@@ -71,20 +71,8 @@ async fn control(
         .reconcile_all_on(changes)
         .run(reconcile, retry, context.clone())
         .for_each(|result| {
-            let context = context.clone();
-            async move {
-                match result {
-                    Ok(_) => {}
-                    // Logged by `retry`, which knows the wait.
-                    Err(controller::Error::ReconcilerFailed(..)) => {}
-                    // Deleted while a retry was scheduled: its count goes too.
-                    Err(controller::Error::ObjectNotFound(object)) => context.backoff.forget(&object.name),
-                    // The watcher's errors (RBAC forbidding list or watch on
-                    // webhook configurations, an API server away) come only
-                    // this way.
-                    Err(err) => tracing::warn!(error = %error_chain(&err), "caBundle controller"),
-                }
-            }
+            context.backoff.settle("caBundle controller", result);
+            std::future::ready(())
         });
     tokio::select! {
         () = controller => {}

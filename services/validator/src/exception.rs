@@ -90,10 +90,12 @@ impl Exception {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn exception(yaml: &str) -> Result<Exception, String> {
+    /// An exception named `legacy` from its spec's YAML, with the policies
+    /// `replicas` and `team-label` defined.
+    pub(crate) fn exception(yaml: &str) -> Result<Exception, String> {
         let spec: Spec = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
         Exception::new("legacy".into(), spec, &["replicas", "team-label"]).map_err(|e| e.to_string())
     }

@@ -207,12 +207,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::exception::Spec;
-
-    fn exception(yaml: &str) -> Result<Exception, String> {
-        let spec: Spec = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
-        Exception::new("legacy".into(), spec, &["replicas", "team-label"]).map_err(|e| e.to_string())
-    }
+    use crate::exception::tests::exception;
 
     #[test]
     fn selects_by_policy_namespace_kind_name_and_labels_until_it_expires() {

@@ -77,19 +77,8 @@ pub async fn run(
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, retry, context.clone())
         .for_each(|result| {
-            let context = context.clone();
-            async move {
-                match result {
-                    Ok(_) => {}
-                    // Logged by `retry`, which knows the wait.
-                    Err(controller::Error::ReconcilerFailed(..)) => {}
-                    // Deleted while a retry was scheduled: its count goes too.
-                    Err(controller::Error::ObjectNotFound(object)) => context.backoff.forget(&object.name),
-                    // The watcher's errors (RBAC forbidding list or watch on
-                    // CSRs, an API server away) come only this way.
-                    Err(err) => tracing::warn!(error = %error_chain(&err), "CSR signer"),
-                }
-            }
+            context.backoff.settle("CSR signer", result);
+            std::future::ready(())
         })
         .await;
 }
