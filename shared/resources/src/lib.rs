@@ -1,20 +1,31 @@
 //! Portcullis policies and templates as API objects (`portcullis.dev`).
 //!
-//! A webhook replica watches its kinds, compiles each object on its own
-//! (a broken object affects only itself; its last good generation stays in
-//! force), swaps the whole set atomically, and reports in its own
-//! `WebhookReplica` object which generation of each object it has in force.
-//! One leader reads those reports and writes each object's
-//! `status.conditions[Ready]`: `True` only when every live replica has the
-//! object's current generation in force. This crate knows no policy: what
-//! an object compiles to is the caller's.
+//! A webhook replica watches its kinds ([`Catalog`]), compiles each object
+//! on its own (a broken object affects only itself; its last good
+//! generation stays in force), swaps its whole set atomically, and then
+//! reports in its own [`WebhookReplica`] object which generation of each
+//! object it has in force. One leader reads those reports and writes each
+//! object's `status.conditions[Ready]`: `True` only when every live, ready
+//! replica enforces the object's current generation ([`verdict`]). This
+//! crate knows no policy: what an object compiles to, and how a set is
+//! built from the compiled objects, are the caller's.
 //!
-//! It must not be on the admission path: nothing here runs per request.
+//! Nothing here is on the admission path: it runs when objects change.
 
 #![forbid(unsafe_code)]
 
+pub mod catalog;
+mod metrics;
+pub mod replica;
+mod run;
 pub mod status;
+pub mod verdict;
+mod writer;
 
+pub use catalog::{Catalog, Key, WatchedKind};
+pub use metrics::ResourceMetrics;
+pub use replica::{Identity, WebhookReplica};
+pub use run::{Loader, Swap};
 pub use status::{Refusal, ResourceStatus};
 
 /// The API group of every Portcullis kind.

@@ -1,0 +1,116 @@
+//! The loop of one replica: after every change, swap the caller's set,
+//! then report what is in force; and, on the replica holding the Lease,
+//! the status writer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use portcullis_lease::Election;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::WatchedKind;
+use crate::metrics::ResourceMetrics;
+use crate::replica::{HEARTBEAT, Identity, Reporter};
+use crate::writer;
+
+/// Builds the caller's set from its catalogs and swaps it in; called after
+/// every change, once every kind is synced.
+pub type Swap = Box<dyn Fn() + Send + Sync>;
+
+/// How long a failed report write waits before it is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// One replica's watched kinds and what it does when they change.
+#[derive(Debug)]
+pub struct Loader {
+    ready: Arc<AtomicBool>,
+}
+
+impl Loader {
+    /// Starts the loop for `kinds` (whose catalogs wake `changed`) and the
+    /// status writer's election. The replica is ready once every kind is
+    /// listed, swapped in and reported.
+    pub fn start(
+        client: kube::Client,
+        identity: Identity,
+        kinds: Vec<Arc<dyn WatchedKind>>,
+        changed: Arc<Notify>,
+        swap: Swap,
+        metrics: ResourceMetrics,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let ready = Arc::new(AtomicBool::new(false));
+        let election = Election::new(
+            identity.namespace.clone(),
+            format!("portcullis-{}-status", identity.webhook),
+            Some(identity.name.clone()),
+            "the status writer",
+        );
+        let (writer_client, writer_identity, writer_kinds) = (client.clone(), identity.clone(), kinds.clone());
+        tokio::spawn(election.run(client.clone(), shutdown.clone(), move |leading| {
+            writer::run(writer_client.clone(), writer_identity.clone(), writer_kinds.clone(), leading)
+        }));
+        tokio::spawn(report_loop(
+            Reporter::new(client, identity),
+            kinds,
+            changed,
+            swap,
+            metrics,
+            ready.clone(),
+            shutdown,
+        ));
+        Self { ready }
+    }
+
+    /// Whether this replica has every kind listed, swapped in and reported.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// A handle to the readiness flag.
+    pub fn ready_flag(&self) -> Arc<AtomicBool> {
+        self.ready.clone()
+    }
+}
+
+async fn report_loop(
+    mut reporter: Reporter,
+    kinds: Vec<Arc<dyn WatchedKind>>,
+    changed: Arc<Notify>,
+    swap: Swap,
+    metrics: ResourceMetrics,
+    ready: Arc<AtomicBool>,
+    shutdown: CancellationToken,
+) {
+    let mut dirty = true;
+    loop {
+        let synced = kinds.iter().all(|k| k.is_synced());
+        if synced && dirty {
+            swap();
+            metrics.update(&kinds);
+            dirty = false;
+        }
+        let wait = match reporter.write(&kinds, synced).await {
+            Ok(()) => {
+                if synced && !ready.swap(true, Ordering::AcqRel) {
+                    tracing::info!("every policy kind is listed, in force and reported: ready");
+                }
+                HEARTBEAT
+            }
+            Err(err) => {
+                tracing::warn!(error = %portcullis_telemetry::error_chain(&err), "could not write this replica's report; retrying");
+                RETRY
+            }
+        };
+        tokio::select! {
+            () = changed.notified() => dirty = true,
+            () = tokio::time::sleep(wait) => {}
+            () = shutdown.cancelled() => {
+                reporter.remove().await;
+                return;
+            }
+        }
+    }
+}
