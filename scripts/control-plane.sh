@@ -40,8 +40,25 @@ report_dead() {
 
 start() { # NAME COMMAND...
   local name=$1; shift
+  mkdir -p "$dir/cmd"
+  printf '%q ' "$@" >"$dir/cmd/$name"
   setsid "$@" >"$dir/logs/$name.log" 2>&1 < /dev/null &
   echo $! >"$dir/pids/$name"
+}
+
+# Stops component NAME and starts it again with the command it was started
+# with (same ports, same data): an outage of that component, for tests.
+# Returns once the process runs; whoever restarts it waits for readiness.
+restart() { # NAME
+  local name=${1:?restart needs a component name} pid
+  [ -f "$dir/cmd/$name" ] || die "no component $name in $dir"
+  pid=$(cat "$dir/pids/$name")
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  setsid bash -c "exec $(cat "$dir/cmd/$name")" >>"$dir/logs/$name.log" 2>&1 < /dev/null &
+  echo $! >"$dir/pids/$name"
+  log "$name restarted"
 }
 
 wait_for() { # NAME SECONDS COMMAND...
@@ -143,7 +160,7 @@ up() {
   # pods reach (the `kubernetes` Service's endpoint); else on loopback only.
   API_HOST=127.0.0.1
   local node_flags=(--authorization-mode RBAC --disable-admission-plugins ServiceAccount)
-  local kcm_flags=(--controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector
+  local kcm_flags=(--controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector,clusterrole-aggregation
     --use-service-account-credentials=false)
   if [ "$node" = 1 ]; then
     "$here/node.sh" network "$dir"
@@ -256,9 +273,10 @@ down() {
   log "down"
 }
 
-cmd=${1:-}; dir=${2:-}; owner=""; node=0
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 up|down|status DIR [--owner PID] [--node]"
+cmd=${1:-}; dir=${2:-}; owner=""; node=0; component=""
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 up|down|status DIR [--owner PID] [--node] | restart DIR NAME"
 shift 2
+if [ "$cmd" = restart ]; then component=${1:?usage: $0 restart DIR NAME}; shift; fi
 while [ $# -gt 0 ]; do
   case "$1" in
     --owner) owner=${2:?--owner needs a pid}; shift 2 ;;
@@ -270,5 +288,6 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   status) report_dead "$dir" && log "all components running" ;;
+  restart) restart "$component" ;;
   *) die "unknown command $cmd" ;;
 esac

@@ -66,7 +66,9 @@ pub struct Webhook {
     /// Its certificates.
     pub pki: Pki,
     dir: tempfile::TempDir,
-    config: PathBuf,
+    /// The configuration files, or none: the webhook watches the
+    /// `portcullis.dev` resources (`--watch-resources`).
+    config: Option<PathBuf>,
     args: Vec<String>,
     binaries: &'static Path,
     process: Option<Process>,
@@ -81,16 +83,23 @@ impl Webhook {
 
     /// [`Webhook::start`] with more `serve` flags.
     pub async fn start_with(kind: Kind, config: &Path, args: &[&str]) -> Self {
-        Self::start_from(binaries(), kind, config, args).await
+        Self::start_from(binaries(), kind, Some(config), args).await
+    }
+
+    /// Starts `kind` reading its policies or templates from the cluster's
+    /// `portcullis.dev` resources (`--watch-resources`), with more `serve`
+    /// flags, and waits until it is ready (every kind listed and reported).
+    pub async fn start_watching(kind: Kind, args: &[&str]) -> Self {
+        Self::start_from(binaries(), kind, None, args).await
     }
 
     /// [`Webhook::start_with`] on the release binary the image ships
     /// ([`crate::release_binaries`]), for tests that measure speed.
     pub async fn start_release_with(kind: Kind, config: &Path, args: &[&str]) -> Self {
-        Self::start_from(crate::release_binaries(), kind, config, args).await
+        Self::start_from(crate::release_binaries(), kind, Some(config), args).await
     }
 
-    async fn start_from(binaries: &'static Path, kind: Kind, config: &Path, args: &[&str]) -> Self {
+    async fn start_from(binaries: &'static Path, kind: Kind, config: Option<&Path>, args: &[&str]) -> Self {
         let pki = Pki::new();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.cert).unwrap();
@@ -102,7 +111,7 @@ impl Webhook {
             admin: unbound,
             pki,
             dir,
-            config: config.to_path_buf(),
+            config: config.map(Path::to_path_buf),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             binaries,
             process: None,
@@ -126,10 +135,12 @@ impl Webhook {
         };
         let cluster = crate::cluster();
         let mut command = Command::new(self.binaries.join(binary));
+        command.arg("serve");
+        match &self.config {
+            Some(config) => command.arg(config_flag).arg(config),
+            None => command.arg("--watch-resources"),
+        };
         command
-            .arg("serve")
-            .arg(config_flag)
-            .arg(&self.config)
             .args(&self.args)
             .arg("--tls-cert-file")
             .arg(self.dir.path().join("tls.crt"))
