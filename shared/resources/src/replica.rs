@@ -34,7 +34,6 @@ pub const WEBHOOK_LABEL: &str = "portcullis.dev/webhook";
     version = "v1alpha1",
     kind = "WebhookReplica",
     namespaced,
-    category = "portcullis",
     shortname = "whr",
     printcolumn = r#"{"name":"WEBHOOK","type":"string","jsonPath":".spec.webhook"}"#,
     printcolumn = r#"{"name":"READY","type":"boolean","jsonPath":".spec.ready"}"#,
