@@ -114,3 +114,18 @@ async fn report_loop(
         }
     }
 }
+
+/// Swaps the caller's set after every change of `kinds`, once all are
+/// synced, until `shutdown`: for a reader that enforces nothing and so
+/// reports nothing (the audit).
+pub async fn follow(kinds: Vec<Arc<dyn WatchedKind>>, changed: Arc<Notify>, swap: Swap, shutdown: CancellationToken) {
+    loop {
+        if kinds.iter().all(|k| k.is_synced()) {
+            swap();
+        }
+        tokio::select! {
+            () = changed.notified() => {}
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
