@@ -241,3 +241,136 @@ fn merge(into: &mut Defaults, from: &Defaults) {
     into.labels.extend(from.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
     into.annotations.extend(from.annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile_config, compile_template};
+    use serde_json::{Value, json};
+
+    fn template(name: &str, container: &str) -> Arc<Template> {
+        let spec = json!({"containers": [{"name": container, "image": "x"}]});
+        Arc::new(compile_template(name, &serde_json::from_value(spec).expect("spec")).expect("valid"))
+    }
+
+    fn config(name: &str, spec: Value) -> (String, Arc<ConfigPart>) {
+        (name.to_owned(), Arc::new(compile_config(&serde_json::from_value(spec).expect("spec")).expect("valid")))
+    }
+
+    fn names(config: &Config) -> Vec<&str> {
+        config.templates.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn refused(refusals: &[(Source, Refusal)]) -> Vec<(String, &str, &str)> {
+        refusals.iter().map(|(s, r)| (s.to_string(), r.reason.as_str(), r.message.as_str())).collect()
+    }
+
+    #[test]
+    fn objects_in_any_order_make_one_configuration() {
+        let templates = vec![template("log", "shipper"), template("proxy", "envoy")];
+        let configs = vec![
+            config("mirrors", json!({"imageRewrites": [{"prefix": "docker.io/", "replacement": "m/"}]})),
+            config("defaults", json!({"defaultTemplates": ["proxy"], "defaults": {"imagePullPolicy": "Always"}})),
+        ];
+        let (config, refusals) = Config::assemble(templates.clone(), configs.clone());
+        assert!(refusals.is_empty(), "{refusals:?}");
+        assert_eq!(names(&config), ["log", "proxy"]);
+        assert_eq!(config.default_templates, ["proxy"]);
+        assert_eq!(config.image_rewrites.len(), 1);
+        let reversed = Config::assemble(templates.into_iter().rev().collect(), configs.into_iter().rev().collect());
+        assert_eq!(reversed.0, config);
+    }
+
+    #[test]
+    fn a_template_name_defined_twice_refuses_only_the_later_object() {
+        let (config, refusals) = Config::assemble(
+            vec![template("proxy", "envoy")],
+            vec![
+                config("a", json!({"templates": [{"name": "proxy", "containers": [{"name": "other", "image": "y"}]}]})),
+                config("b", json!({"defaults": {"labels": {"team": "x"}}})),
+            ],
+        );
+        assert_eq!(
+            refused(&refusals),
+            [(
+                "InjectorConfig \"a\"".to_owned(),
+                "Conflict",
+                "template \"proxy\" is defined twice (in InjectionTemplate \"proxy\" and in InjectorConfig \"a\")"
+            )]
+        );
+        assert_eq!(names(&config), ["proxy"]);
+        assert_eq!(config.templates[0].containers[0]["name"], "envoy", "the earlier object stays in force");
+        assert_eq!(config.defaults.labels["team"], "x", "objects without a conflict are in force");
+    }
+
+    #[test]
+    fn a_container_injected_by_two_templates_refuses_the_later_template() {
+        let (config, refusals) = Config::assemble(vec![template("b", "envoy"), template("a", "envoy")], vec![]);
+        assert_eq!(names(&config), ["a"]);
+        assert_eq!(
+            refused(&refusals),
+            [(
+                "InjectionTemplate \"b\"".to_owned(),
+                "Conflict",
+                "container \"envoy\" is injected by both template \"a\" and template \"b\""
+            )]
+        );
+    }
+
+    #[test]
+    fn a_default_set_twice_refuses_the_later_object_whole() {
+        let (config, refusals) = Config::assemble(
+            vec![template("proxy", "envoy")],
+            vec![
+                config("z", json!({"defaultTemplates": ["proxy"], "defaults": {"imagePullPolicy": "Never"}})),
+                config("a", json!({"defaults": {"imagePullPolicy": "Always", "labels": {"k": "v"}}})),
+            ],
+        );
+        assert_eq!(
+            refused(&refusals),
+            [(
+                "InjectorConfig \"z\"".to_owned(),
+                "Conflict",
+                "defaults.imagePullPolicy is set in both InjectorConfig \"a\" and InjectorConfig \"z\""
+            )]
+        );
+        assert_eq!(config.defaults.image_pull_policy, Some(crate::config::PullPolicy::Always));
+        assert!(config.default_templates.is_empty(), "nothing of the refused object is in force");
+    }
+
+    #[test]
+    fn a_default_template_that_no_object_defines_refuses_that_object() {
+        let (config, refusals) = Config::assemble(
+            vec![template("proxy", "envoy")],
+            vec![
+                config("a", json!({"defaultTemplates": ["proxy"]})),
+                config("b", json!({"defaultTemplates": ["nope"]})),
+            ],
+        );
+        assert_eq!(config.default_templates, ["proxy"]);
+        assert_eq!(
+            refused(&refusals),
+            [(
+                "InjectorConfig \"b\"".to_owned(),
+                "Conflict",
+                "defaultTemplates names \"nope\", which no InjectionTemplate or InjectorConfig defines (in InjectorConfig \"b\")"
+            )]
+        );
+    }
+
+    #[test]
+    fn leaving_an_object_out_makes_room_for_the_one_it_displaced() {
+        // "a" defines t but names a missing default; once it is left out,
+        // "b" (whose t conflicted with a's) is in force.
+        let (config, refusals) = Config::assemble(
+            vec![],
+            vec![
+                config("a", json!({"templates": [{"name": "t"}], "defaultTemplates": ["missing"]})),
+                config("b", json!({"templates": [{"name": "t", "imagePullSecrets": ["s"]}]})),
+            ],
+        );
+        assert_eq!(config.templates[0].image_pull_secrets, ["s"]);
+        let who: Vec<String> = refusals.iter().map(|(s, _)| s.to_string()).collect();
+        assert_eq!(who, ["InjectorConfig \"a\""]);
+    }
+}

@@ -60,6 +60,17 @@ pub enum TemplateError {
         /// The container's name.
         container: String,
     },
+    /// A volume mount without a path (the API server would refuse every
+    /// pod it was added to).
+    #[error("template {template:?}: volumeMounts[{index}] ({mount}) has no mountPath")]
+    NoMountPath {
+        /// The template.
+        template: String,
+        /// The entry's index.
+        index: usize,
+        /// The mount's name.
+        mount: String,
+    },
     /// A container, volume or mount without a name.
     #[error("template {0:?}: every container, volume and volume mount needs a name")]
     Unnamed(String),
@@ -139,11 +150,98 @@ pub(crate) fn check_template(t: &Template) -> Result<(), TemplateError> {
         let _: Volume = parse(t, "volumes", index, v)?;
     }
     for (index, m) in t.volume_mounts.iter().enumerate() {
-        let _: VolumeMount = parse(t, "volumeMounts", index, m)?;
+        let m: VolumeMount = parse(t, "volumeMounts", index, m)?;
+        if m.mount_path.is_empty() {
+            return Err(TemplateError::NoMountPath { template: t.name.clone(), index, mount: m.name });
+        }
     }
     let named = t.containers.iter().chain(&t.init_containers).chain(&t.volumes).chain(&t.volume_mounts);
     if named.into_iter().any(|v| object_name(v).is_empty()) {
         return Err(TemplateError::Unnamed(t.name.clone()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn template(spec: Value) -> Result<Template, Refusal> {
+        compile_template("proxy", &serde_json::from_value(spec).expect("a spec"))
+    }
+
+    fn config(spec: Value) -> Result<ConfigPart, Refusal> {
+        compile_config(&serde_json::from_value(spec).expect("a spec"))
+    }
+
+    #[test]
+    fn a_valid_template_is_named_after_its_object() {
+        let t = template(json!({"containers": [{"name": "c", "image": "x"}], "skipHostNetwork": true})).expect("valid");
+        assert_eq!(t.name, "proxy");
+        assert!(t.skip_host_network);
+        assert_eq!(t.containers, [json!({"name": "c", "image": "x"})]);
+    }
+
+    #[rstest]
+    #[case::no_image(json!({"containers": [{"name": "c"}]}), "template \"proxy\": containers[0] (c) has no image")]
+    #[case::init_no_image(
+        json!({"initContainers": [{"name": "ok", "image": "x"}, {"name": "i", "image": ""}]}),
+        "template \"proxy\": initContainers[1] (i) has no image"
+    )]
+    #[case::unnamed_volume(
+        json!({"volumes": [{"emptyDir": {}}]}),
+        "template \"proxy\": every container, volume and volume mount needs a name"
+    )]
+    #[case::not_a_container(json!({"containers": [{"name": "c", "image": 3}]}), "template \"proxy\": containers[0]: ")]
+    #[case::mount_without_path(
+        json!({"volumeMounts": [{"name": "m"}]}),
+        "template \"proxy\": volumeMounts[0] (m) has no mountPath"
+    )]
+    fn refuses_a_bad_template_naming_the_field(#[case] spec: Value, #[case] expected: &str) {
+        let refusal = template(spec).expect_err("refused");
+        assert_eq!(refusal.reason, "Invalid");
+        assert!(refusal.message.starts_with(expected), "{}", refusal.message);
+    }
+
+    #[test]
+    fn an_object_without_a_name_is_refused() {
+        let refusal = compile_template(" ", &InjectionTemplateSpec::default()).expect_err("refused");
+        assert_eq!(refusal.message, "a template has an empty name");
+    }
+
+    #[rstest]
+    #[case::inline_template(
+        json!({"templates": [{"name": "t", "containers": [{"name": "c"}]}]}),
+        "template \"t\": containers[0] (c) has no image"
+    )]
+    #[case::empty_rule(
+        json!({"imageRewrites": [{"prefix": " ", "replacement": "x"}]}),
+        "imageRewrites: \" \" -> \"x\": prefix and replacement must not be empty"
+    )]
+    #[case::digest_rule(
+        json!({"imageRewrites": [{"prefix": "a@sha256", "replacement": "x"}]}),
+        "a prefix names a repository, without spaces, tag or digest"
+    )]
+    fn refuses_a_bad_config_naming_the_field(#[case] spec: Value, #[case] expected: &str) {
+        let refusal = config(spec).expect_err("refused");
+        assert_eq!(refusal.reason, "Invalid");
+        assert!(refusal.message.contains(expected), "{}", refusal.message);
+    }
+
+    #[test]
+    fn a_config_contributes_all_it_says() {
+        let part = config(json!({
+            "templates": [{"name": "t", "containers": [{"name": "c", "image": "x"}]}],
+            "defaultTemplates": ["t"],
+            "imageRewrites": [{"prefix": "docker.io/", "replacement": "mirror/"}],
+            "defaults": {"imagePullPolicy": "IfNotPresent", "labels": {"a": "b"}},
+        }))
+        .expect("valid");
+        assert_eq!(part.templates[0].name, "t");
+        assert_eq!(part.default_templates, ["t"]);
+        assert_eq!(part.image_rewrites[0].replacement, "mirror/");
+        assert_eq!(part.defaults.image_pull_policy, Some(crate::config::PullPolicy::IfNotPresent));
+    }
 }

@@ -266,6 +266,54 @@ spec:
         assert!(said.contains(expected), "{said}");
     }
 
+    const BOTH_KINDS: &str = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: InjectionTemplate
+metadata: {name: proxy, labels: {team: platform}}
+spec:
+  initContainers: [{name: proxy, image: envoyproxy/envoy:v1.31.0, restartPolicy: Always}]
+  skipHostNetwork: true
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: InjectorConfig
+metadata: {name: defaults}
+spec:
+  templates: [{name: log, containers: [{name: shipper, image: fluent/fluent-bit:3.1}]}]
+  defaultTemplates: [proxy, log]
+"#;
+
+    #[test]
+    fn files_mix_templates_and_configs() {
+        let config = load(BOTH_KINDS).expect("valid");
+        let proxy = config.template("proxy").expect("the InjectionTemplate's template");
+        assert!(proxy.skip_host_network);
+        assert_eq!(object_name(&proxy.init_containers[0]), "proxy");
+        assert!(config.template("log").is_some());
+        assert_eq!(config.default_templates, ["proxy", "log"]);
+    }
+
+    #[rstest]
+    #[case::template_without_name(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nspec: {containers: [{name: c, image: x}]}\n",
+        "config.yaml: document 1: a template has an empty name"
+    )]
+    #[case::template_unknown_field(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {name: t}\n",
+        "unknown field `name`"
+    )]
+    #[case::template_without_image(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {containers: [{name: c}]}\n",
+        "config.yaml: document 1: template \"t\": containers[0] (c) has no image"
+    )]
+    #[case::template_object_and_inline(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {}\n---\napiVersion: portcullis.dev/v1alpha1\nkind: InjectorConfig\nspec: {templates: [{name: t}]}\n",
+        "template \"t\" is defined twice (in config.yaml#1 and in config.yaml#2)"
+    )]
+    fn refuses_bad_template_documents(#[case] text: &str, #[case] expected: &str) {
+        let said = portcullis_telemetry::error_chain(&load(text).expect_err("must be refused"));
+        assert!(said.contains(expected), "{said}");
+    }
+
     #[test]
     fn empty_documents_are_skipped() {
         let config = load("---\n---\n").expect("valid");

@@ -30,6 +30,8 @@ pub const MAX_TEMPLATES: u32 = 128;
 /// What one template adds to a pod. Pods choose templates by name in the
 /// `portcullis.dev/templates` annotation; `defaultTemplates` of an
 /// `InjectorConfig` names the ones every other injected pod gets.
+// kube's `printcolumn(..)` repeats keys, which clippy takes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "portcullis.dev",
@@ -99,6 +101,8 @@ pub struct InjectionTemplateSpec {
 /// What the injector injects by default, how it rewrites images and which
 /// defaults it sets. Several InjectorConfigs are merged; each template
 /// name and each default may be defined by one object only.
+// kube's `printcolumn(..)` repeats keys, which clippy takes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "portcullis.dev",
