@@ -29,6 +29,7 @@ pub mod offline;
 pub mod params;
 pub mod pods;
 pub mod policy;
+pub mod resources;
 pub mod rules;
 pub mod serve;
 pub mod webhook;
