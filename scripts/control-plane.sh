@@ -227,7 +227,11 @@ TR
   # system:controller:certificate-controller has in a kubeadm cluster.
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-csr-signing \
     --clusterrole=system:controller:certificate-controller --user=system:kube-controller-manager >/dev/null
-  log "starting kube-controller-manager (CSR signing, namespace cleanup)"
+  # ... and the ClusterRole aggregation controller's (the `edit`, `admin`
+  # and `view` roles gather the aggregated ClusterRoles of CRDs).
+  "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-clusterrole-aggregation \
+    --clusterrole=system:controller:clusterrole-aggregation-controller --user=system:kube-controller-manager >/dev/null
+  log "starting kube-controller-manager (CSR signing, namespace cleanup, garbage collection, role aggregation)"
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
     --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false "${kcm_flags[@]}" \

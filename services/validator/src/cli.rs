@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use portcullis_server::ServeArgs;
 use portcullis_server::args::ReloadArgs;
 use portcullis_server::args::{AdminArgs, ProbeArgs};
+use portcullis_server::{ResourceArgs, ServeArgs};
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis validator: a validating admission webhook enforcing
@@ -47,7 +47,8 @@ pub enum Command {
 pub struct PolicyArgs {
     /// ValidatorPolicy file, or directory of `*.yaml`/`*.yml`/`*.json` files
     /// (a mounted ConfigMap). Repeat or comma-separate for several.
-    #[arg(long = "policy", env = "PORTCULLIS_POLICY", value_delimiter = ',', required = true)]
+    /// `serve` and `audit` in a cluster take `--watch-resources` instead.
+    #[arg(long = "policy", env = "PORTCULLIS_POLICY", value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
     /// The namespace Portcullis runs in: excluded like kube-system unless a
     /// policy sets `match.includeSystemNamespaces`.
@@ -105,6 +106,9 @@ pub struct Serve {
     /// `parameterNotFoundAction` decides).
     #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_namespaces: bool,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub resources: ResourceArgs,
     /// Threads that evaluate requests, started once: the most requests
     /// evaluated at once (more wait their turn, their deadline running).
     /// The async runtime's own threads never evaluate.
@@ -158,6 +162,11 @@ pub struct Audit {
     /// This replica's name in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
     pub pod_name: Option<String>,
+    /// Judge by the cluster's ValidatorPolicy, NamespacedValidatorPolicy and
+    /// PolicyException resources, watched, exactly as the webhook does,
+    /// instead of `--policy` files.
+    #[arg(long, env = "PORTCULLIS_WATCH_RESOURCES")]
+    pub watch_resources: bool,
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub admin: AdminArgs,

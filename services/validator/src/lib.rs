@@ -22,6 +22,7 @@
 pub mod audit;
 pub mod cel;
 pub mod cli;
+pub mod cluster;
 pub mod evaluate;
 pub mod exception;
 pub mod matching;

@@ -31,6 +31,7 @@ impl NamespaceLabels for ManifestNamespaces {
 
 /// Runs `check`; `Ok(false)` when something would be denied.
 pub fn run(args: &Check) -> anyhow::Result<bool> {
+    anyhow::ensure!(!args.policy.paths.is_empty(), "--policy FILE|DIR is required: the policies to check against");
     let contents = watch::read_all(&args.policy.paths).context("reading the policies")?;
     let policies = parse(&contents, args.policy.cel_cost_limit, &args.policy.exception_namespaces())
         .context("the policies are invalid")?;

@@ -6,11 +6,13 @@ use anyhow::Context as _;
 use portcullis_cel::budget::Limits;
 use portcullis_cel::workers::Workers;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
+use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
 use portcullis_server::admin::ReadyCheck;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::cli::{PolicyArgs, Serve};
+use crate::cluster::Catalogs;
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
@@ -18,23 +20,54 @@ use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
 
+/// Where the policies come from.
+enum Source {
+    /// Files, hot-reloaded (standalone, compose).
+    Files(Vec<std::path::PathBuf>),
+    /// The cluster's resources, watched.
+    Cluster,
+}
+
+impl Source {
+    fn of(args: &Serve) -> anyhow::Result<Self> {
+        match (args.policy.paths.is_empty(), args.resources.watch_resources) {
+            (false, false) => Ok(Self::Files(args.policy.paths.clone())),
+            (true, true) => Ok(Self::Cluster),
+            (false, true) => anyhow::bail!(
+                "--policy and --watch-resources are exclusive: in a cluster the ValidatorPolicy, \
+                 NamespacedValidatorPolicy and PolicyException resources are the policies (files are for \
+                 the standalone mode and `check`); give one of them"
+            ),
+            (true, false) => anyhow::bail!(
+                "no policies: give --policy FILE|DIR (files) or --watch-resources (the cluster's resources)"
+            ),
+        }
+    }
+}
+
 /// Runs the webhook until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
-    let paths = args.policy.paths.clone();
-    let initial = watch::read_all(&paths).context("reading the policies")?;
+    let source = Source::of(&args)?;
     let exception_namespaces = args.policy.exception_namespaces();
-    let policies =
-        parse(&initial, args.policy.cel_cost_limit, &exception_namespaces).context("the policies are invalid")?;
-    log_policies("policies loaded", &policies);
+    let initial = match &source {
+        Source::Files(paths) => {
+            let initial = watch::read_all(paths).context("reading the policies")?;
+            let policies = parse(&initial, args.policy.cel_cost_limit, &exception_namespaces)
+                .context("the policies are invalid")?;
+            log_policies("policies loaded", &policies);
+            Some((initial, policies))
+        }
+        Source::Cluster => None,
+    };
     // Namespaces and parameter objects are watched when the API is in use;
     // without it no namespace labels and no parameter objects are known.
-    let client = if args.watch_namespaces {
+    let client = if args.watch_namespaces || matches!(source, Source::Cluster) {
         let client = kube::Client::try_default().await.context(Hinted::new(
-            "connecting to the Kubernetes API to watch Namespaces",
+            "connecting to the Kubernetes API to watch Namespaces (and, with --watch-resources, the policies)",
             format!(
-                "--watch-namespaces=false serves without it (policies with a namespaceSelector then follow their \
-                 failure policy, and those with a paramKind find no parameter objects: their \
+                "--watch-namespaces=false with --policy serves without it (policies with a namespaceSelector then \
+                 follow their failure policy, and those with a paramKind find no parameter objects: their \
                  parameterNotFoundAction decides); else {KUBECONFIG_HINT}"
             ),
         ))?;
@@ -42,33 +75,81 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     } else {
         None
     };
-    let (namespaces, params, ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) = match client {
-        Some(client) => {
+    let first = initial.as_ref().map(|(_, p)| p.param_kinds()).unwrap_or_default();
+    let (namespaces, params, ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) = match &client
+    {
+        Some(client) if args.watch_namespaces => {
             let watched = WatchedNamespaces::start(client.clone(), shutdown.clone());
-            let params = WatchedParams::new(client, shutdown.clone());
-            params.watch(policies.param_kinds());
+            let params = WatchedParams::new(client.clone(), shutdown.clone());
+            params.watch(first);
             let (ready_namespaces, ready_params) = (watched.clone(), params.clone());
-            (Arc::new(watched), Some(params), Arc::new(move || ready_namespaces.is_ready() && ready_params.is_ready()))
+            let ready: ReadyCheck = Arc::new(move || ready_namespaces.is_ready() && ready_params.is_ready());
+            (Arc::new(watched), Some(params), ready)
         }
-        None => (Arc::new(NoNamespaces), None, Arc::new(|| true)),
+        _ => (Arc::new(NoNamespaces), None, Arc::new(|| true)),
     };
     let workers = Workers::new(args.evaluation_threads).context("starting the evaluation threads")?;
+    let (initial, policies) = match initial {
+        Some((contents, policies)) => (Some(contents), policies),
+        None => (None, PolicySet::default()),
+    };
     let mut validator = Validator::new(policies, settings(&args.policy), namespaces, workers);
     if let Some(params) = &params {
         validator = validator.with_params(params.clone());
     }
     let validator = Arc::new(validator);
-    let metrics = WebhookMetrics::new(|registry| validator.register(registry));
-    let target = validator.clone();
-    let cost_limit = args.policy.cel_cost_limit;
-    let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
-    reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |p| {
-        log_policies("policies reloaded", &p);
-        if let Some(params) = &params {
-            params.watch(p.param_kinds());
-        }
-        target.set_policies(p);
+    let resource_metrics = ResourceMetrics::default();
+    let metrics = WebhookMetrics::new(|registry| {
+        validator.register(registry);
+        resource_metrics.register(registry);
     });
+    let target = validator.clone();
+    let ready = match (source, initial, client) {
+        (Source::Files(paths), Some(initial), _) => {
+            let cost_limit = args.policy.cel_cost_limit;
+            let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
+            let reload = args.reload.interval;
+            reload_config(paths, reload, initial, metrics.process.clone(), shutdown.clone(), parse, move |p| {
+                log_policies("policies reloaded", &p);
+                if let Some(params) = &params {
+                    params.watch(p.param_kinds());
+                }
+                target.set_policies(p);
+            });
+            ready
+        }
+        (_, _, Some(client)) => {
+            let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
+            let swap_catalogs = catalogs.clone();
+            let swap: Swap = Box::new(move || {
+                let (set, remarks) = swap_catalogs.set();
+                log_policies("policies in force", &set);
+                if let Some(params) = &params {
+                    params.watch(set.param_kinds());
+                }
+                target.set_policies(set);
+                remarks
+            });
+            let identity = Identity::new(
+                "validator",
+                args.policy.portcullis_namespace.clone(),
+                args.resources.pod_name.clone(),
+                args.resources.pod_uid.clone(),
+            );
+            let loader = Loader::start(
+                client,
+                identity,
+                catalogs.kinds(),
+                catalogs.changed(),
+                swap,
+                resource_metrics,
+                shutdown.clone(),
+            );
+            let loaded = loader.ready_flag();
+            Arc::new(move || loaded.load(std::sync::atomic::Ordering::Acquire) && ready())
+        }
+        _ => anyhow::bail!("watching the resources needs the Kubernetes API"),
+    };
     serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;
     Ok(())
 }

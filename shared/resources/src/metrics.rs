@@ -24,7 +24,7 @@ struct KindLabel {
     kind: String,
 }
 
-/// `portcullis_resource_refused{kind,namespace,name,reason}` (1 while an
+/// (Under the registry's `portcullis` prefix.) `portcullis_resource_refused{kind,namespace,name,reason}` (1 while an
 /// object's current generation is refused) and
 /// `portcullis_resources_enforced{kind}`.
 #[derive(Debug, Clone, Default)]
@@ -37,12 +37,12 @@ impl ResourceMetrics {
     /// Registers the metrics.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
-            "portcullis_resource_refused",
+            "resource_refused",
             "1 while the current generation of a policy, exception or template is refused (its last good generation, if any, stays in force)",
             self.refused.clone(),
         );
         registry.register(
-            "portcullis_resources_enforced",
+            "resources_enforced",
             "Policies, exceptions or templates in force in this replica, by kind",
             self.enforced.clone(),
         );

@@ -24,35 +24,53 @@ use portcullis_server::{Metrics, admin, shutdown_signal, watch};
 use tokio::net::TcpListener;
 
 use crate::cli::Audit;
+use crate::cluster::Catalogs;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
+use crate::policy::PolicySet;
 use crate::serve::{parse, settings};
 use metrics::AuditMetrics;
+use portcullis_resources::{Swap, follow};
 use scan::Auditor;
 
 /// Audits until SIGTERM/SIGINT, while this replica holds the Lease.
 pub async fn run(args: Audit) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
-    let paths = args.policy.paths.clone();
-    let initial = watch::read_all(&paths).context("reading the policies")?;
-    let exception_namespaces = args.policy.exception_namespaces();
-    let policies =
-        parse(&initial, args.policy.cel_cost_limit, &exception_namespaces).context("the policies are invalid")?;
     let client =
         kube::Client::try_default().await.context(Hinted::new("connecting to the Kubernetes API", KUBECONFIG_HINT))?;
     let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
     let params = WatchedParams::new(client.clone(), shutdown.clone());
-    params.watch(policies.param_kinds());
     let audit_metrics = Arc::new(AuditMetrics::default());
     let metrics = Arc::new(Metrics::new(|registry| audit_metrics.register(registry)));
-    let (updates, policies) = tokio::sync::watch::channel(Arc::new(policies));
-    let cost_limit = args.policy.cel_cost_limit;
-    let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
+    let (updates, policies) = tokio::sync::watch::channel(Arc::new(PolicySet::default()));
     let watched = params.clone();
-    reload_config(paths, args.reload.interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
+    let update = move |p: PolicySet| {
         watched.watch(p.param_kinds());
         updates.send_replace(Arc::new(p));
-    });
+    };
+    match (args.policy.paths.is_empty(), args.watch_resources) {
+        (false, false) => {
+            let paths = args.policy.paths.clone();
+            let initial = watch::read_all(&paths).context("reading the policies")?;
+            let exceptions = args.policy.exception_namespaces();
+            let first = parse(&initial, args.policy.cel_cost_limit, &exceptions).context("the policies are invalid")?;
+            let cost_limit = args.policy.cel_cost_limit;
+            let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exceptions);
+            update(first);
+            reload_config(paths, args.reload.interval, initial, metrics.clone(), shutdown.clone(), parse, update);
+        }
+        (true, true) => {
+            let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
+            let swap_catalogs = catalogs.clone();
+            let swap: Swap = Box::new(move || {
+                update(swap_catalogs.set().0);
+                Vec::new()
+            });
+            tokio::spawn(follow(catalogs.kinds(), catalogs.changed(), swap, shutdown.clone()));
+        }
+        (false, true) => anyhow::bail!("--policy and --watch-resources are exclusive: give one of them"),
+        (true, false) => anyhow::bail!("no policies: give --policy FILE|DIR or --watch-resources"),
+    }
     let auditor = Auditor {
         client: client.clone(),
         policies,
