@@ -1,5 +1,5 @@
 //! Command line: `serve` runs the webhook, `mutate` shows offline what it
-//! would do to a manifest.
+//! would do to a manifest, `crds` prints the CustomResourceDefinitions.
 
 use std::path::PathBuf;
 
@@ -31,6 +31,9 @@ pub enum Command {
     Serve(Box<Serve>),
     /// Print what the webhook would answer for a manifest or AdmissionReview.
     Mutate(Mutate),
+    /// Print the CustomResourceDefinitions of InjectionTemplate and
+    /// InjectorConfig (YAML, for `kubectl apply -f -`).
+    Crds,
 }
 
 /// Where the configuration comes from.

@@ -1,16 +1,23 @@
 //! `InjectorConfig`: the documents that say what to inject, rewrite and
 //! default, parsed and checked as a whole before any of it is used.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use portcullis_admission::documents::{self, DocumentError};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::assemble::{Unit, assemble_in_order};
+use crate::compile::{self, ConfigPart, check_template};
 use crate::images::RewriteRule;
+use crate::resources::{InjectionTemplateSpec, InjectorConfigSpec};
 
-const KIND: &str = "InjectorConfig";
+/// `kind` of the documents (and objects) that configure the injector.
+pub const CONFIG_KIND: &str = "InjectorConfig";
+/// `kind` of the documents (and objects) that define one template.
+pub const TEMPLATE_KIND: &str = "InjectionTemplate";
 
 /// Why a configuration was refused. The message names the file, the
 /// document and the field.
@@ -24,50 +31,67 @@ pub enum ConfigError {
     Conflict(String),
 }
 
-/// One `InjectorConfig` document as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Spec {
-    #[serde(default)]
-    templates: Vec<Template>,
-    #[serde(default)]
-    default_templates: Vec<String>,
-    #[serde(default)]
-    image_rewrites: Vec<RewriteRule>,
-    #[serde(default)]
-    defaults: Defaults,
-}
-
-/// A named set of things to add to a pod.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// A named set of things to add to a pod: an `InjectionTemplate` object,
+/// or an entry of an `InjectorConfig`'s `templates`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Template {
-    /// The name pods and `defaultTemplates` refer to.
+    /// The name pods (in the portcullis.dev/templates annotation) and
+    /// defaultTemplates refer to.
+    #[schemars(length(min = 1))]
     pub name: String,
-    /// Containers appended to `spec.containers`.
-    #[serde(default)]
+    /// Containers appended to the pod's spec.containers. A container the
+    /// pod already has (same name) is left as the pod has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::resources::containers")]
     pub containers: Vec<Value>,
-    /// Containers inserted, in order, at the front of `spec.initContainers`
-    /// (native sidecars with `restartPolicy: Always` included), so they run
-    /// before the pod's own init containers.
-    #[serde(default)]
+    /// Containers inserted, in order, at the front of the pod's
+    /// spec.initContainers (native sidecars with restartPolicy: Always
+    /// included), so they run before the pod's own init containers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::resources::containers")]
     pub init_containers: Vec<Value>,
-    /// Volumes appended to `spec.volumes`.
-    #[serde(default)]
+    /// Volumes appended to the pod's spec.volumes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::resources::volumes")]
     pub volumes: Vec<Value>,
-    /// Mounts added to each of the pod's own `spec.containers`.
-    #[serde(default)]
+    /// Mounts added to each of the pod's own containers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::resources::volume_mounts")]
     pub volume_mounts: Vec<Value>,
-    /// Secret names appended to `spec.imagePullSecrets`.
-    #[serde(default)]
+    /// Secret names appended to the pod's spec.imagePullSecrets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<String>,
-    /// Leave `hostNetwork: true` pods alone.
-    #[serde(default)]
+    /// Leave pods with hostNetwork: true alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_host_network: bool,
 }
 
+impl Template {
+    /// The template an `InjectionTemplate` called `name` defines.
+    pub fn named(name: &str, spec: &InjectionTemplateSpec) -> Self {
+        let InjectionTemplateSpec {
+            containers,
+            init_containers,
+            volumes,
+            volume_mounts,
+            image_pull_secrets,
+            skip_host_network,
+        } = spec.clone();
+        Self {
+            name: name.to_owned(),
+            containers,
+            init_containers,
+            volumes,
+            volume_mounts,
+            image_pull_secrets,
+            skip_host_network,
+        }
+    }
+}
+
 /// The `imagePullPolicy` to force on every container.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub enum PullPolicy {
     /// Always pull (what the AlwaysPullImages admission plugin enforces).
     Always,
@@ -89,19 +113,29 @@ impl PullPolicy {
 }
 
 /// Defaults applied to every injected pod.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Defaults {
-    /// Forced on every container, init container and ephemeral container.
+    /// imagePullPolicy forced on every container, init container and
+    /// ephemeral container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_pull_policy: Option<PullPolicy>,
     /// Labels added when the pod does not have them.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// Annotations added when the pod does not have them.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
-    /// Forced value of `spec.enableServiceLinks`.
+    /// Forced value of the pod's spec.enableServiceLinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_service_links: Option<bool>,
+}
+
+impl Defaults {
+    /// Whether no default is set.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// The merged, checked configuration the injector runs with.
@@ -123,174 +157,42 @@ impl Config {
         self.templates.iter().find(|t| t.name == name)
     }
 
-    /// Parses and merges every document of every `(file, bytes)` source.
+    /// Parses and merges every document of every `(file, bytes)` source:
+    /// `InjectorConfig` and `InjectionTemplate` documents, as `kubectl
+    /// apply` takes them.
     ///
     /// Templates, default templates and rewrite rules are concatenated in
-    /// order; each default may be set by one document only.
+    /// document order; each default may be set by one document only. Any
+    /// invalid document or conflict refuses the whole set: the files are
+    /// one unit, and the last good set stays in force.
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>) -> Result<Self, ConfigError> {
-        let mut config = Config::default();
-        let mut seen_defaults: BTreeMap<&'static str, String> = BTreeMap::new();
-        for (origin, document) in documents::parse::<Spec>(sources, KIND)? {
-            let spec = document.spec;
-            for template in &spec.templates {
-                check_template(template).map_err(|m| origin.invalid(m))?;
-            }
-            for rule in &spec.image_rewrites {
-                rule.check().map_err(|m| origin.invalid(m))?;
-            }
-            merge_defaults(&mut config.defaults, spec.defaults, &mut seen_defaults, &origin.to_string())?;
-            config.templates.extend(spec.templates);
-            config.default_templates.extend(spec.default_templates);
-            config.image_rewrites.extend(spec.image_rewrites);
+        let mut parts = Vec::new();
+        for raw in documents::parse_kinds(sources, &[CONFIG_KIND, TEMPLATE_KIND])? {
+            let origin = raw.origin.clone();
+            let part = if raw.kind == TEMPLATE_KIND {
+                let document = raw.into_document::<InjectionTemplateSpec>()?;
+                let template = Template::named(&document.metadata.name, &document.spec);
+                check_template(&template).map_err(|e| origin.invalid(e))?;
+                ConfigPart { templates: vec![template], ..ConfigPart::default() }
+            } else {
+                let document = raw.into_document::<InjectorConfigSpec>()?;
+                compile::part(&document.spec).map_err(|e| origin.invalid(e))?
+            };
+            parts.push((origin, part));
         }
-        config.check()?;
-        Ok(config)
-    }
-
-    fn check(&self) -> Result<(), ConfigError> {
-        let mut names = BTreeSet::new();
-        let mut containers = BTreeMap::new();
-        let mut volumes = BTreeMap::new();
-        for t in &self.templates {
-            if !names.insert(t.name.as_str()) {
-                return Err(ConfigError::Conflict(format!("template {:?} is defined twice", t.name)));
-            }
-            for c in t.containers.iter().chain(&t.init_containers) {
-                let name = object_name(c);
-                if let Some(other) = containers.insert(name, t.name.as_str()) {
-                    return Err(ConfigError::Conflict(format!(
-                        "container {name:?} is injected by both template {other:?} and template {:?}",
-                        t.name
-                    )));
-                }
-            }
-            for v in &t.volumes {
-                let name = object_name(v);
-                if let Some(other) = volumes.insert(name, t.name.as_str())
-                    && other != t.name
-                {
-                    return Err(ConfigError::Conflict(format!(
-                        "volume {name:?} is injected by both template {other:?} and template {:?}",
-                        t.name
-                    )));
-                }
-            }
+        let units =
+            parts.iter().map(|(origin, part)| Unit::labelled((), origin.to_string(), &[], Some(part))).collect();
+        let (config, refused) = assemble_in_order(units);
+        match refused.into_iter().next() {
+            None => Ok(config),
+            Some(((), message)) => Err(ConfigError::Conflict(message)),
         }
-        for name in &self.default_templates {
-            if !names.contains(name.as_str()) {
-                return Err(ConfigError::Conflict(format!(
-                    "defaultTemplates names {name:?}, which no document defines"
-                )));
-            }
-        }
-        Ok(())
     }
 }
 
 /// The `name` of a container, volume or mount (checked to exist at load).
 pub fn object_name(value: &Value) -> &str {
     value.get("name").and_then(Value::as_str).unwrap_or_default()
-}
-
-/// Why a template was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum TemplateError {
-    /// No name.
-    #[error("a template has an empty name")]
-    NoName,
-    /// An entry that is not a Kubernetes object of its kind.
-    #[error("template {template:?}: {field}[{index}]")]
-    Shape {
-        /// The template.
-        template: String,
-        /// `containers`, `initContainers`, `volumes`, `volumeMounts`.
-        field: &'static str,
-        /// The entry's index.
-        index: usize,
-        /// What the Kubernetes type said.
-        #[source]
-        error: serde_json::Error,
-    },
-    /// A container without an image.
-    #[error("template {template:?}: {field}[{index}] ({container}) has no image")]
-    NoImage {
-        /// The template.
-        template: String,
-        /// `containers` or `initContainers`.
-        field: &'static str,
-        /// The entry's index.
-        index: usize,
-        /// The container's name.
-        container: String,
-    },
-    /// A container, volume or mount without a name.
-    #[error("template {0:?}: every container, volume and volume mount needs a name")]
-    Unnamed(String),
-}
-
-fn check_template(t: &Template) -> Result<(), TemplateError> {
-    use k8s_openapi::api::core::v1::{Container, Volume, VolumeMount};
-    fn parse<T: serde::de::DeserializeOwned>(
-        t: &Template,
-        field: &'static str,
-        index: usize,
-        value: &Value,
-    ) -> Result<T, TemplateError> {
-        T::deserialize(value).map_err(|error| TemplateError::Shape { template: t.name.clone(), field, index, error })
-    }
-    if t.name.trim().is_empty() {
-        return Err(TemplateError::NoName);
-    }
-    for (field, containers) in [("containers", &t.containers), ("initContainers", &t.init_containers)] {
-        for (index, c) in containers.iter().enumerate() {
-            let c: Container = parse(t, field, index, c)?;
-            if c.image.as_deref().is_none_or(str::is_empty) {
-                return Err(TemplateError::NoImage { template: t.name.clone(), field, index, container: c.name });
-            }
-        }
-    }
-    for (index, v) in t.volumes.iter().enumerate() {
-        let _: Volume = parse(t, "volumes", index, v)?;
-    }
-    for (index, m) in t.volume_mounts.iter().enumerate() {
-        let _: VolumeMount = parse(t, "volumeMounts", index, m)?;
-    }
-    let named = t.containers.iter().chain(&t.init_containers).chain(&t.volumes).chain(&t.volume_mounts);
-    if named.into_iter().any(|v| object_name(v).is_empty()) {
-        return Err(TemplateError::Unnamed(t.name.clone()));
-    }
-    Ok(())
-}
-
-fn merge_defaults(
-    into: &mut Defaults,
-    from: Defaults,
-    seen: &mut BTreeMap<&'static str, String>,
-    here: &str,
-) -> Result<(), ConfigError> {
-    let mut claim = |field: &'static str| match seen.insert(field, here.to_owned()) {
-        Some(first) => Err(ConfigError::Conflict(format!("defaults.{field} is set in both {first} and {here}"))),
-        None => Ok(()),
-    };
-    if let Some(policy) = from.image_pull_policy {
-        claim("imagePullPolicy")?;
-        into.image_pull_policy = Some(policy);
-    }
-    if let Some(links) = from.enable_service_links {
-        claim("enableServiceLinks")?;
-        into.enable_service_links = Some(links);
-    }
-    for (key, value) in from.labels {
-        if into.labels.insert(key.clone(), value).is_some() {
-            return Err(ConfigError::Conflict(format!("defaults.labels.{key} is set twice (again in {here})")));
-        }
-    }
-    for (key, value) in from.annotations {
-        if into.annotations.insert(key.clone(), value).is_some() {
-            return Err(ConfigError::Conflict(format!("defaults.annotations.{key} is set twice (again in {here})")));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -361,6 +263,54 @@ spec:
     fn refuses_bad_configs_with_a_clear_message(#[case] text: &str, #[case] expected: &str) {
         let err = load(text).expect_err("must be refused");
         let said = portcullis_telemetry::error_chain(&err);
+        assert!(said.contains(expected), "{said}");
+    }
+
+    const BOTH_KINDS: &str = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: InjectionTemplate
+metadata: {name: proxy, labels: {team: platform}}
+spec:
+  initContainers: [{name: proxy, image: envoyproxy/envoy:v1.31.0, restartPolicy: Always}]
+  skipHostNetwork: true
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: InjectorConfig
+metadata: {name: defaults}
+spec:
+  templates: [{name: log, containers: [{name: shipper, image: fluent/fluent-bit:3.1}]}]
+  defaultTemplates: [proxy, log]
+"#;
+
+    #[test]
+    fn files_mix_templates_and_configs() {
+        let config = load(BOTH_KINDS).expect("valid");
+        let proxy = config.template("proxy").expect("the InjectionTemplate's template");
+        assert!(proxy.skip_host_network);
+        assert_eq!(object_name(&proxy.init_containers[0]), "proxy");
+        assert!(config.template("log").is_some());
+        assert_eq!(config.default_templates, ["proxy", "log"]);
+    }
+
+    #[rstest]
+    #[case::template_without_name(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nspec: {containers: [{name: c, image: x}]}\n",
+        "config.yaml: document 1: a template has an empty name"
+    )]
+    #[case::template_unknown_field(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {name: t}\n",
+        "unknown field `name`"
+    )]
+    #[case::template_without_image(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {containers: [{name: c}]}\n",
+        "config.yaml: document 1: template \"t\": containers[0] (c) has no image"
+    )]
+    #[case::template_object_and_inline(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectionTemplate\nmetadata: {name: t}\nspec: {}\n---\napiVersion: portcullis.dev/v1alpha1\nkind: InjectorConfig\nspec: {templates: [{name: t}]}\n",
+        "template \"t\" is defined twice (in config.yaml#1 and in config.yaml#2)"
+    )]
+    fn refuses_bad_template_documents(#[case] text: &str, #[case] expected: &str) {
+        let said = portcullis_telemetry::error_chain(&load(text).expect_err("must be refused"));
         assert!(said.contains(expected), "{said}");
     }
 

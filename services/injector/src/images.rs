@@ -1,18 +1,21 @@
 //! Image references and the rewrite rules that send pulls to a mirror.
 
 use portcullis_admission::image::parse;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// One rewrite rule: images whose normalised name starts with `prefix` (at
-/// a path boundary) get `prefix` replaced by `replacement`. Tag and digest
-/// are kept as they are.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+/// One rewrite rule: images whose normalised name starts with prefix (at a
+/// path boundary) get prefix replaced by replacement. Tag and digest are
+/// kept as they are.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RewriteRule {
-    /// A normalised name prefix: `docker.io/`, `docker.io/library/nginx`,
-    /// `quay.io/prometheus`, `registry.local:5000/`.
+    /// A normalised name prefix: docker.io/, docker.io/library/nginx,
+    /// quay.io/prometheus, registry.local:5000/.
+    #[schemars(length(min = 1, max = 512), regex(pattern = r"^[^@\s]+$"))]
     pub prefix: String,
-    /// What replaces the prefix: `mirror.example.com/hub/`.
+    /// What replaces the prefix: mirror.example.com/hub/.
+    #[schemars(length(min = 1, max = 512), regex(pattern = r"^[^@\s]+$"))]
     pub replacement: String,
 }
 

@@ -2,7 +2,9 @@
 //!
 //! It injects sidecars from named templates, rewrites images to mirror
 //! registries and applies defaults, all configured by `InjectorConfig`
-//! documents ([`config`]). The decision ([`mutate`]) is a pure function of
+//! documents ([`config`]), in files or as API objects
+//! ([`resources`]; each checked on its own by [`compile`], together by
+//! [`assemble`]). The decision ([`mutate`]) is a pure function of
 //! the request and the configuration: no I/O. It edits the pod as JSON and
 //! records what it injected in the `portcullis.dev/status` annotation, so a
 //! second pass over its own output changes nothing. The shared server
@@ -11,13 +13,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod assemble;
 pub mod cli;
+pub mod compile;
 pub mod config;
 pub mod images;
 pub mod inject;
 pub mod mutate;
 pub mod offline;
 pub mod pod;
+pub mod resources;
 pub mod serve;
 pub mod status;
 pub mod webhook;

@@ -1,6 +1,6 @@
 //! `portcullis-injector`: `serve` (the mutating webhook), `mutate` (the same
-//! decision offline, on files or stdin) and `ready` (the container
-//! healthcheck). Parses the flags and hands over to the library.
+//! decision offline, on files or stdin), `crds` (the CustomResourceDefinitions)
+//! and `ready` (the container healthcheck). Parses the flags and hands over to the library.
 
 #![forbid(unsafe_code)]
 
@@ -26,6 +26,10 @@ async fn run(cli: Cli) -> anyhow::Result<Answer> {
     match cli.command {
         Command::Ready(args) => Ok(portcullis_server::admin::probe(args.admin_listen).await.into()),
         Command::Mutate(args) => portcullis_injector::offline::run(&args).map(Answer::from),
+        Command::Crds => {
+            print!("{}", portcullis_injector::resources::crds_yaml()?);
+            Ok(Answer::from(()))
+        }
         Command::Serve(args) => {
             traced("portcullis-injector", &cli.log, portcullis_injector::serve::run(*args)).await.map(Answer::from)
         }

@@ -11,41 +11,50 @@ use std::time::Instant;
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::{Bindings, CompileError, Converted, Expression, Scope, Value as Cel, compile};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// A `matchConditions` or `variables` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NamedExpression {
     /// The name (`variables.<name>`).
+    #[schemars(length(min = 1))]
     pub name: String,
     /// The CEL expression.
+    #[schemars(length(min = 1))]
     pub expression: String,
 }
 
 /// A `validations` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Validation {
-    /// Must evaluate to true for the object to be valid.
+    /// CEL that must evaluate to true for the object to be valid.
+    #[schemars(length(min = 1))]
     pub expression: String,
     /// Message when it is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// CEL producing the message; falls back to `message` if it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_expression: Option<String>,
-    /// Status reason of the denial.
+    /// Status reason of the denial (default Forbidden).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
 }
 
 /// An `auditAnnotations` entry: recorded in the API server's audit event
 /// for every request the policy applies to, as
 /// `<webhook name>/<policy>.<key>`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuditAnnotation {
     /// The key: letters, digits, `-`, `_`, `.`; at most 63 characters.
+    #[schemars(length(min = 1, max = 63))]
     pub key: String,
     /// CEL yielding the value (a string), or `null` for none.
+    #[schemars(length(min = 1))]
     pub value_expression: String,
 }
 
@@ -54,7 +63,7 @@ pub struct AuditAnnotation {
 pub const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
 
 /// A denial's status reason, as in ValidatingAdmissionPolicy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum Reason {
     /// 401.
     Unauthorized,

@@ -36,6 +36,10 @@ pub enum Command {
     /// Judge the objects that already exist in the cluster and write the
     /// results as OpenReports (one Report per namespace, a ClusterReport).
     Audit(Box<Audit>),
+    /// Print the CustomResourceDefinitions of ValidatorPolicy,
+    /// NamespacedValidatorPolicy and PolicyException (multi-document YAML,
+    /// for `kubectl apply -f -`).
+    Crds,
 }
 
 /// Where the policies come from, and how they are evaluated.
@@ -49,6 +53,11 @@ pub struct PolicyArgs {
     /// policy sets `match.includeSystemNamespaces`.
     #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]
     pub portcullis_namespace: String,
+    /// Namespaces that may hold PolicyExceptions (comma-separated); empty
+    /// or `*`: any. An exception elsewhere is ignored (and its status says
+    /// so).
+    #[arg(long, env = "PORTCULLIS_EXCEPTION_NAMESPACES", value_delimiter = ',')]
+    pub exception_namespaces: Vec<String>,
     /// Bound on the wall time of all CEL evaluation for one request; past
     /// it, the policies' failure policy applies.
     #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = humantime::parse_duration)]
@@ -70,6 +79,13 @@ pub struct PolicyArgs {
     /// request together. The default is Kubernetes' RuntimeCELCostBudget.
     #[arg(long, env = "PORTCULLIS_CEL_POLICY_BUDGET", default_value_t = portcullis_cel::budget::DEFAULT_POLICY_BUDGET)]
     pub cel_policy_budget: u64,
+}
+
+impl PolicyArgs {
+    /// `--exception-namespaces` as the setting it is.
+    pub fn exception_namespaces(&self) -> crate::exception::ExceptionNamespaces {
+        crate::exception::ExceptionNamespaces::from_list(&self.exception_namespaces)
+    }
 }
 
 /// `serve` flags.

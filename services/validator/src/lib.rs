@@ -14,7 +14,8 @@
 //! request, Warn policies return warnings, Audit policies log, count and
 //! trace. The shared server owns HTTP and TLS; `check` runs the same
 //! evaluation offline, and [`audit`] runs it over the objects that already
-//! exist, writing OpenReports.
+//! exist, writing OpenReports. In a cluster the same documents are API
+//! objects ([`resources`]: the CRD types, each object compiled on its own).
 
 #![forbid(unsafe_code)]
 
@@ -29,6 +30,7 @@ pub mod offline;
 pub mod params;
 pub mod pods;
 pub mod policy;
+pub mod resources;
 pub mod rules;
 pub mod serve;
 pub mod webhook;

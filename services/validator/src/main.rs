@@ -1,6 +1,6 @@
 //! `portcullis-validator`: `serve` (the validating webhook), `check` (the same
-//! decision offline), `audit` (violations among existing objects) and
-//! `ready` (the container healthcheck). Parses the flags and hands over to
+//! decision offline), `audit` (violations among existing objects), `crds`
+//! (the CustomResourceDefinitions) and `ready` (the container healthcheck). Parses the flags and hands over to
 //! the library.
 
 #![forbid(unsafe_code)]
@@ -29,6 +29,10 @@ async fn run(cli: Cli) -> anyhow::Result<Answer> {
     match cli.command {
         Command::Ready(args) => Ok(portcullis_server::admin::probe(args.admin_listen).await.into()),
         Command::Check(args) => Ok(portcullis_validator::offline::run(&args)?.into()),
+        Command::Crds => {
+            print!("{}", portcullis_validator::resources::crds_yaml()?);
+            Ok(Answer::from(true))
+        }
         Command::Audit(args) => {
             traced(SERVICE, &cli.log, portcullis_validator::audit::run(*args)).await.map(Answer::from)
         }

@@ -4,40 +4,55 @@
 //! one place so that admission, the offline `check` and the audit agree on
 //! it; nothing here evaluates a rule.
 
+use std::sync::Arc;
+
 use k8s_openapi::jiff::Timestamp;
 use portcullis_admission::selector::LabelSelector;
 use portcullis_admission::{Request, json, operation_name};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::evaluate::NamespaceLabels;
 use crate::exception::Exception;
 
 /// Which requests a policy looks at.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Match {
     /// Resources by group, version and kind or resource; empty: all.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceRule>,
-    /// Operations; empty: CREATE and UPDATE.
-    #[serde(default)]
+    /// Operations (CREATE, UPDATE, DELETE, CONNECT, `*`); empty: CREATE
+    /// and UPDATE.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<String>,
     /// Labels the object's namespace must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::resources::schema::label_selector")]
     pub namespace_selector: Option<LabelSelector>,
     /// Labels the object must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::resources::schema::label_selector")]
     pub object_selector: Option<LabelSelector>,
-    /// Namespaces the policy never applies to.
-    #[serde(default)]
+    /// Namespaces the policy never applies to (not in a
+    /// NamespacedValidatorPolicy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_namespaces: Vec<String>,
     /// Apply in kube-system, kube-public, kube-node-lease and the
-    /// Portcullis namespace too.
-    #[serde(default)]
+    /// Portcullis namespace too (not in a NamespacedValidatorPolicy).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_system_namespaces: bool,
+    /// The namespace of a NamespacedValidatorPolicy: the only one it
+    /// applies in (never to cluster-scoped objects). Set from the object's
+    /// `metadata.namespace`, never written in a spec.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub namespace: Option<String>,
 }
 
 /// One resource rule, like a webhook's `rules` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceRule {
     /// API groups (`""` is the core group, `"*"` any).
@@ -47,11 +62,11 @@ pub struct ResourceRule {
     #[serde(default = "any")]
     pub api_versions: Vec<String>,
     /// Kinds (`Deployment`, `Scale`, `"*"`); empty: any.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
     /// Resources, with subresources as `deployments/scale` (`"*"`,
     /// `"*/scale"`); empty: any resource without a subresource.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<String>,
 }
 
@@ -111,6 +126,14 @@ impl Match {
             return Ok(false);
         }
         let namespace = inner.namespace.as_deref().unwrap_or_default();
+        if let Some(own) = &m.namespace {
+            // A namespaced policy: its namespace only, never a cluster-scoped
+            // object (a Namespace's request carries its own name as namespace).
+            let cluster_scoped = inner.resource.resource == "namespaces" && inner.resource.group.is_empty();
+            if cluster_scoped || namespace != own {
+                return Ok(false);
+            }
+        }
         if !namespace.is_empty() {
             let system = system_namespaces.iter().any(|s| s == namespace);
             if (system && !m.include_system_namespaces) || m.exclude_namespaces.iter().any(|n| n == namespace) {
@@ -162,8 +185,8 @@ fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
 }
 
 /// The first of `exceptions` that exempts the object of `req` from
-/// `policy` now.
-pub fn exception_for<'a>(exceptions: &'a [Exception], policy: &str, req: &Request) -> Option<&'a Exception> {
+/// `policy` (its identity: `name` or `namespace/name`) now.
+pub fn exception_for<'a>(exceptions: &'a [Arc<Exception>], policy: &str, req: &Request) -> Option<&'a Exception> {
     // On the admission path for every matching policy: no clock read
     // and no work at all when no exception is defined.
     if exceptions.is_empty() {
@@ -173,11 +196,15 @@ pub fn exception_for<'a>(exceptions: &'a [Exception], policy: &str, req: &Reques
     let object = req.object.as_ref().or(req.old_object.as_ref());
     let namespace = inner.namespace.as_deref().unwrap_or_default();
     let now = Timestamp::now();
-    exceptions.iter().find(|e| exempts(e, policy, &inner.kind.kind, namespace, &inner.name, object, now))
+    exceptions
+        .iter()
+        .map(Arc::as_ref)
+        .find(|e| exempts(e, policy, &inner.kind.kind, namespace, &inner.name, object, now))
 }
 
 /// Whether `exception` exempts the object (`kind`, `namespace`, `name`)
-/// from `policy` at `now`.
+/// from `policy` (its identity) at `now`. An exception that lives in a
+/// namespace exempts objects of that namespace only.
 pub fn exempts(
     exception: &Exception,
     policy: &str,
@@ -194,7 +221,8 @@ pub fn exempts(
             Some(prefix) => name.starts_with(prefix),
             None => n == name,
         });
-    spec.policies.iter().any(|p| p == policy)
+    exception.names(policy)
+        && exception.namespace.as_deref().is_none_or(|own| own == namespace)
         && spec.expires.is_none_or(|e| now < e)
         && any_or(&spec.namespaces, namespace)
         && any_or(&spec.kinds, kind)

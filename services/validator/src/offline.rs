@@ -32,7 +32,8 @@ impl NamespaceLabels for ManifestNamespaces {
 /// Runs `check`; `Ok(false)` when something would be denied.
 pub fn run(args: &Check) -> anyhow::Result<bool> {
     let contents = watch::read_all(&args.policy.paths).context("reading the policies")?;
-    let policies = parse(&contents, args.policy.cel_cost_limit).context("the policies are invalid")?;
+    let policies = parse(&contents, args.policy.cel_cost_limit, &args.policy.exception_namespaces())
+        .context("the policies are invalid")?;
     let mut objects = Vec::new();
     for file in &args.files {
         let input = portcullis_process::input::read(file).context("reading the input")?;

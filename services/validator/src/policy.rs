@@ -1,20 +1,30 @@
-//! `ValidatorPolicy` documents: what they may say, and their compiled form.
+//! `ValidatorPolicy` and `NamespacedValidatorPolicy` documents: what they
+//! may say ([`PolicySpec`]), one compiled on its own ([`Policy::compile`]),
+//! and the set in force assembled from compiled policies and exceptions
+//! ([`PolicySet::assemble`]). Files and API objects go the same way: a
+//! file's documents are compiled one by one, then assembled.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use portcullis_admission::documents::{self, DocumentError, Origin};
 use portcullis_admission::selector::SelectorError;
 use portcullis_cel::reads::DataReads;
-use serde::Deserialize;
+use portcullis_resources::Refusal;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use crate::cel::{self, CelError, CelRules};
-use crate::exception::{self, Exception, ExceptionError};
+use crate::cel::{self, CelError, CelProblem, CelRules};
+use crate::exception::{self, Exception, ExceptionError, ExceptionNamespaces};
 use crate::matching::Match;
 use crate::params::{ParamKind, ParamSpecError, Params};
 use crate::rules::{Rules, RulesError};
 
-const KIND: &str = "ValidatorPolicy";
+/// The `kind` of a cluster-wide policy.
+pub const KIND: &str = "ValidatorPolicy";
+/// The `kind` of a policy that applies in its own namespace only.
+pub const NAMESPACED_KIND: &str = "NamespacedValidatorPolicy";
 
 /// Namespaces no policy applies to unless it sets
 /// `match.includeSystemNamespaces: true`; the Portcullis namespace is added
@@ -79,10 +89,40 @@ pub enum Reason {
     /// An invalid exception.
     #[error(transparent)]
     Exception(#[from] ExceptionError),
+    /// A namespaced policy reaching outside its namespace: the field and
+    /// why.
+    #[error("{0}")]
+    OutOfNamespace(String),
+}
+
+impl Reason {
+    /// The `Ready=False` reason: `CompileError` (a CEL expression does not
+    /// compile), `CostOverLimit` (its estimated cost is over the limit),
+    /// `OutOfNamespace` (a namespaced policy reaching further than its
+    /// namespace), `NamespaceNotAllowed` (an exception where none may
+    /// live), `Invalid` (anything else).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Cel(CelError {
+                problem: CelProblem::Expression(portcullis_cel::CompileError::TooCostly { .. }),
+                ..
+            }) => "CostOverLimit",
+            Self::Cel(CelError { problem: CelProblem::Expression(_), .. }) => "CompileError",
+            Self::OutOfNamespace(_) => "OutOfNamespace",
+            Self::Exception(e) => e.reason(),
+            _ => "Invalid",
+        }
+    }
+
+    /// As an object's status says it: the reason, and the field and
+    /// problem as `check` prints them.
+    pub fn refusal(&self) -> Refusal {
+        Refusal::new(self.code(), portcullis_telemetry::error_chain(self))
+    }
 }
 
 /// What a policy does with what it finds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum Action {
     /// Refuse the request, with every violation in the message.
     #[default]
@@ -106,7 +146,7 @@ impl Action {
 }
 
 /// What happens when a rule cannot be evaluated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum FailurePolicy {
     /// Treat it as a violation (fail closed).
     #[default]
@@ -115,34 +155,63 @@ pub enum FailurePolicy {
     Ignore,
 }
 
-#[derive(Debug, Deserialize)]
+/// What a `ValidatorPolicy` or `NamespacedValidatorPolicy` says: which
+/// requests it judges, by which rules, and what it does with what it
+/// finds. A policy needs built-in `rules` or CEL `validations`, or both.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Spec {
+pub struct PolicySpec {
+    /// What the policy does with what it finds: Deny refuses the request
+    /// with every violation in the message, Warn allows it with warnings,
+    /// Audit allows it and logs, counts and traces the violations.
     #[serde(default)]
-    action: Action,
+    pub action: Action,
+    /// What happens when a rule cannot be evaluated: Fail (a violation,
+    /// fail closed) or Ignore (fail open, with a log line).
     #[serde(default)]
-    failure_policy: FailurePolicy,
+    pub failure_policy: FailurePolicy,
+    /// Which requests the policy judges; empty: CREATE and UPDATE of every
+    /// resource outside the system namespaces.
     #[serde(default, rename = "match")]
-    matching: Match,
+    pub matching: Match,
+    /// Built-in rules: labels, annotations, replicas, Services, images,
+    /// resources, pod security.
     #[serde(default)]
-    rules: Rules,
-    #[serde(default)]
-    match_conditions: Vec<cel::NamedExpression>,
-    #[serde(default)]
-    variables: Vec<cel::NamedExpression>,
-    #[serde(default)]
-    validations: Vec<cel::Validation>,
-    #[serde(default)]
-    audit_annotations: Vec<cel::AuditAnnotation>,
-    param_kind: Option<ParamKind>,
-    param_ref: Option<serde_json::Value>,
+    pub rules: Rules,
+    /// CEL conditions that must all be true for the policy to apply, as in
+    /// ValidatingAdmissionPolicy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_conditions: Vec<cel::NamedExpression>,
+    /// CEL variables, read as `variables.<name>` by later expressions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<cel::NamedExpression>,
+    /// CEL checks, as in ValidatingAdmissionPolicy: each must be true.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validations: Vec<cel::Validation>,
+    /// CEL values recorded in the API server's audit event for every
+    /// request the policy applies to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit_annotations: Vec<cel::AuditAnnotation>,
+    /// The kind of the parameter objects CEL reads as `params` (with
+    /// `paramRef`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_kind: Option<ParamKind>,
+    /// Which parameter objects (with `paramKind`), as a
+    /// ValidatingAdmissionPolicyBinding's `paramRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::resources::schema::param_ref")]
+    pub param_ref: Option<serde_json::Value>,
 }
 
 /// A checked, compiled policy.
 #[derive(Debug)]
 pub struct Policy {
-    /// `metadata.name`.
+    /// Its identity, as logs, metrics, reports and denials show it:
+    /// `metadata.name`, or `namespace/name` for a namespaced policy (two
+    /// teams may both have `require-labels`).
     pub name: String,
+    /// The namespace of a namespaced policy: the only one it applies in.
+    pub namespace: Option<String>,
     /// What to do with violations.
     pub action: Action,
     /// What to do when a rule cannot be evaluated.
@@ -157,99 +226,189 @@ pub struct Policy {
     pub params: Option<Params>,
 }
 
+impl Policy {
+    /// Checks and compiles one policy, `name` (`metadata.name`) in
+    /// `namespace` for a `NamespacedValidatorPolicy`. A CEL expression that
+    /// does not compile, or whose estimated worst-case cost exceeds
+    /// `cost_limit`, is refused with its position.
+    pub fn check(name: &str, namespace: Option<String>, spec: PolicySpec, cost_limit: u64) -> Result<Self, Reason> {
+        let mut spec = spec;
+        if let Some(own) = &namespace {
+            let outside = |field: &str| {
+                Reason::OutOfNamespace(format!(
+                    "{field}: a NamespacedValidatorPolicy applies only in its own namespace ({own})"
+                ))
+            };
+            if spec.matching.include_system_namespaces {
+                return Err(outside("match.includeSystemNamespaces"));
+            }
+            if !spec.matching.exclude_namespaces.is_empty() {
+                return Err(outside("match.excludeNamespaces"));
+            }
+        }
+        spec.matching.namespace = namespace.clone();
+        for (field, selector) in [
+            ("namespaceSelector", &spec.matching.namespace_selector),
+            ("objectSelector", &spec.matching.object_selector),
+        ] {
+            if let Some(selector) = selector {
+                selector.check().map_err(|e| Reason::Selector(field, e))?;
+            }
+        }
+        spec.rules.check()?;
+        let cel = CelRules::compile(
+            spec.match_conditions,
+            spec.variables,
+            spec.validations,
+            spec.audit_annotations,
+            cost_limit,
+        )?;
+        if spec.rules.is_empty() && cel.validations.is_empty() {
+            return Err(Reason::Empty);
+        }
+        let params = Params::from_spec(spec.param_kind, spec.param_ref)?;
+        match &params {
+            Some(_) if cel.validations.is_empty() => return Err(Reason::ParamsUnread),
+            None if cel.reads("params") => return Err(Reason::NoParamKind),
+            _ => {}
+        }
+        if let (Some(own), Some(other)) = (&namespace, params.as_ref().and_then(|p| p.namespace.as_ref()))
+            && own != other
+        {
+            return Err(Reason::OutOfNamespace(format!(
+                "paramRef.namespace: {other}: a NamespacedValidatorPolicy reads parameters in its own namespace \
+                 ({own}) only"
+            )));
+        }
+        Ok(Self {
+            name: identity(name, namespace.as_deref()),
+            namespace,
+            action: spec.action,
+            failure_policy: spec.failure_policy,
+            matching: spec.matching,
+            rules: spec.rules,
+            cel,
+            params,
+        })
+    }
+
+    /// [`Policy::check`], refused as the object's status says it:
+    /// `CompileError`, `CostOverLimit`, `OutOfNamespace` or `Invalid`, with
+    /// the field and problem as `check` prints them.
+    pub fn compile(name: &str, namespace: Option<String>, spec: PolicySpec, cost_limit: u64) -> Result<Self, Refusal> {
+        Self::check(name, namespace, spec, cost_limit).map_err(|reason| reason.refusal())
+    }
+}
+
+/// `name`, or `namespace/name`: how a policy or exception is shown.
+pub fn identity(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// Every policy in force, and the exceptions to them.
 #[derive(Debug, Default)]
 pub struct PolicySet {
-    /// In document order.
-    pub policies: Vec<Policy>,
-    /// `PolicyException` documents, in document order.
-    pub exceptions: Vec<Exception>,
+    /// In document order (files) or as the caller assembled them; shared,
+    /// so that an unchanged object is never compiled again.
+    pub policies: Vec<Arc<Policy>>,
+    /// `PolicyException`s, in the same way.
+    pub exceptions: Vec<Arc<Exception>>,
     /// What the CEL expressions of every policy read of the request's
     /// data: all that a request converts into CEL values.
     pub cel_reads: DataReads,
 }
 
 impl PolicySet {
-    /// Parses, checks and compiles every document of every source. A CEL
-    /// expression that does not compile, or whose estimated worst-case cost
-    /// exceeds `cost_limit`, is refused with its position.
+    /// The set of compiled `policies` and `exceptions`, in that order. An
+    /// exception naming a policy that is not there exempts from nothing.
+    pub fn assemble(policies: Vec<Arc<Policy>>, exceptions: Vec<Arc<Exception>>) -> Self {
+        let mut cel_reads = DataReads::default();
+        policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
+        Self { policies, exceptions, cel_reads }
+    }
+
+    /// Parses, checks and compiles every document of every source, with
+    /// exceptions allowed in any namespace (see [`PolicySet::from_sources_in`]).
     pub fn from_sources<'a>(
         sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
         cost_limit: u64,
     ) -> Result<Self, PolicyError> {
-        let mut policies: Vec<Policy> = Vec::new();
+        Self::from_sources_in(sources, cost_limit, &ExceptionNamespaces::Any)
+    }
+
+    /// Parses, checks and compiles every document of every source, each
+    /// as [`Policy::check`] and [`Exception::check`] do (an exception
+    /// with a `metadata.namespace` only where `exception_namespaces`
+    /// allows), then assembles them. Unlike in a cluster, one bad document
+    /// refuses the whole set, and so does an exception naming a policy the
+    /// files do not define.
+    pub fn from_sources_in<'a>(
+        sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+        cost_limit: u64,
+        exception_namespaces: &ExceptionNamespaces,
+    ) -> Result<Self, PolicyError> {
+        let mut policies: Vec<Arc<Policy>> = Vec::new();
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
         let mut exceptions = Vec::new();
-        for raw in documents::parse_kinds(sources, &[KIND, exception::KIND])? {
+        for raw in documents::parse_kinds(sources, &[KIND, NAMESPACED_KIND, exception::KIND])? {
             if raw.kind == exception::KIND {
                 exceptions.push(raw);
                 continue;
             }
+            let namespaced = raw.kind == NAMESPACED_KIND;
             let origin = raw.origin.clone();
-            let doc: documents::Document<Spec> = raw.into_document()?;
+            let doc: documents::Document<PolicySpec> = raw.into_document()?;
             let name = doc.metadata.name;
             if name.trim().is_empty() {
                 return Err(origin.invalid("metadata.name is required").into());
             }
-            if let Some(first) = origins.get(&name) {
-                return Err(PolicyError::Duplicate { name, first: first.to_string(), second: origin.to_string() });
-            }
-            let spec = doc.spec;
-            let invalid = |reason: Reason| origin.invalid(Refused { what: "policy", name: name.clone(), reason });
-            for (field, selector) in [
-                ("namespaceSelector", &spec.matching.namespace_selector),
-                ("objectSelector", &spec.matching.object_selector),
-            ] {
-                if let Some(selector) = selector {
-                    selector.check().map_err(|e| invalid(Reason::Selector(field, e)))?;
+            // kubectl drops the namespace of a cluster-scoped object; so do we.
+            let namespace = match doc.metadata.namespace.filter(|n| !n.is_empty()) {
+                Some(namespace) if namespaced => Some(namespace),
+                None if namespaced => {
+                    return Err(origin
+                        .invalid(format!("{NAMESPACED_KIND} {name}: metadata.namespace is required"))
+                        .into());
                 }
+                _ => None,
+            };
+            let id = identity(&name, namespace.as_deref());
+            if let Some(first) = origins.get(&id) {
+                return Err(PolicyError::Duplicate { name: id, first: first.to_string(), second: origin.to_string() });
             }
-            spec.rules.check().map_err(|e| invalid(e.into()))?;
-            let cel = CelRules::compile(
-                spec.match_conditions,
-                spec.variables,
-                spec.validations,
-                spec.audit_annotations,
-                cost_limit,
-            )
-            .map_err(|e| invalid(e.into()))?;
-            if spec.rules.is_empty() && cel.validations.is_empty() {
-                return Err(invalid(Reason::Empty).into());
-            }
-            let params = Params::from_spec(spec.param_kind, spec.param_ref).map_err(|e| invalid(e.into()))?;
-            match &params {
-                Some(_) if cel.validations.is_empty() => return Err(invalid(Reason::ParamsUnread).into()),
-                None if cel.reads("params") => return Err(invalid(Reason::NoParamKind).into()),
-                _ => {}
-            }
-            origins.insert(name.clone(), origin);
-            policies.push(Policy {
-                name,
-                action: spec.action,
-                failure_policy: spec.failure_policy,
-                matching: spec.matching,
-                rules: spec.rules,
-                cel,
-                params,
-            });
+            let policy = Policy::check(&name, namespace, doc.spec, cost_limit)
+                .map_err(|reason| origin.invalid(Refused { what: "policy", name: id.clone(), reason }))?;
+            origins.insert(id, origin);
+            policies.push(Arc::new(policy));
         }
-        let names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
-        let mut checked: Vec<Exception> = Vec::new();
+        let mut checked: Vec<Arc<Exception>> = Vec::new();
         for raw in exceptions {
             let origin = raw.origin.clone();
             let doc: documents::Document<exception::Spec> = raw.into_document()?;
             let name = doc.metadata.name;
-            if name.trim().is_empty() || checked.iter().any(|e| e.name == name) {
+            let namespace = doc.metadata.namespace.filter(|n| !n.is_empty());
+            let id = identity(&name, namespace.as_deref());
+            if name.trim().is_empty() || checked.iter().any(|e| e.name == id) {
                 return Err(origin.invalid(format!("exception {name:?}: metadata.name must be set and unique")).into());
             }
-            let exception = Exception::new(name.clone(), doc.spec, &names).map_err(|e| {
-                origin.invalid(Refused { what: "exception", name: name.clone(), reason: Reason::Exception(e) })
-            })?;
-            checked.push(exception);
+            let refused = |e: ExceptionError| {
+                origin.invalid(Refused { what: "exception", name: id.clone(), reason: Reason::Exception(e) })
+            };
+            let exception = Exception::check(&name, namespace, doc.spec, exception_namespaces).map_err(refused)?;
+            let unknown = exception
+                .spec
+                .policies
+                .iter()
+                .find(|entry| !policies.iter().any(|p| exception.entry_names(entry, &p.name)));
+            if let Some(unknown) = unknown {
+                return Err(refused(ExceptionError::UnknownPolicy(unknown.clone())).into());
+            }
+            checked.push(Arc::new(exception));
         }
-        let mut cel_reads = DataReads::default();
-        policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
-        Ok(Self { policies, exceptions: checked, cel_reads })
+        Ok(Self::assemble(policies, checked))
     }
 
     /// Every `paramKind` a policy reads.

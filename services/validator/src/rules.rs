@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use portcullis_admission::{image, json};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::pods::{Container, containers, pod_spec};
@@ -12,122 +13,154 @@ use crate::pods::{Container, containers, pod_spec};
 /// A regular expression a label or annotation value must match in full;
 /// empty: any value.
 #[derive(Debug, Clone)]
-pub struct Pattern(Option<regex::Regex>);
+pub struct Pattern {
+    /// As written, for messages and to write the policy back.
+    text: String,
+    regex: Option<regex::Regex>,
+}
 
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         if text.is_empty() {
-            return Ok(Self(None));
+            return Ok(Self { text, regex: None });
         }
         regex::Regex::new(&format!("^(?:{text})$"))
-            .map(|r| Self(Some(r)))
+            .map(|r| Self { text: text.clone(), regex: Some(r) })
             .map_err(|e| serde::de::Error::custom(format!("pattern {text:?}: {e}")))
+    }
+}
+
+impl Serialize for Pattern {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl JsonSchema for Pattern {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Pattern".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A regular expression the whole value must match; empty: any value."
+        })
+    }
+
+    fn inline_schema() -> bool {
+        true
     }
 }
 
 impl Pattern {
     fn matches(&self, value: &str) -> bool {
-        self.0.as_ref().is_none_or(|r| r.is_match(value))
+        self.regex.as_ref().is_none_or(|r| r.is_match(value))
     }
 
-    fn describe(&self) -> String {
-        self.0
-            .as_ref()
-            .map(|r| r.as_str().trim_start_matches("^(?:").trim_end_matches(")$").to_owned())
-            .unwrap_or_default()
+    fn describe(&self) -> &str {
+        &self.text
     }
 }
 
 /// The built-in rules of one policy; every rule set is checked.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Rules {
     /// Labels the object must have, with value patterns.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub required_labels: BTreeMap<String, Pattern>,
     /// Annotations the object must have, with value patterns.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub required_annotations: BTreeMap<String, Pattern>,
     /// Replica bounds for Deployments, StatefulSets, ReplicaSets and `scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<Replicas>,
     /// Service restrictions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services: Option<Services>,
     /// Image restrictions for every container of a pod or pod template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Images>,
     /// Resource requests and limits every container must set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
     /// Pod security restrictions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_security: Option<PodSecurity>,
 }
 
 /// Replica bounds.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Replicas {
     /// Minimum replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<i64>,
     /// Maximum replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<i64>,
 }
 
 /// Service restrictions.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Services {
     /// `LoadBalancer`, `NodePort`, `ExternalName`, `ClusterIP`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forbidden_types: Vec<String>,
     /// Refuse `spec.externalIPs`.
-    #[serde(default, rename = "forbidExternalIPs")]
+    #[serde(default, rename = "forbidExternalIPs", skip_serializing_if = "std::ops::Not::not")]
     pub forbid_external_ips: bool,
 }
 
 /// Image restrictions.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Images {
     /// Registries images may come from (`registry.example.com`,
     /// `docker.io`); empty: any.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_registries: Vec<String>,
     /// Refuse `:latest` and images without a tag or digest.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbid_latest: bool,
     /// Require a digest (`@sha256:...`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_digest: bool,
 }
 
 /// Resources every container (init containers included) must declare.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Resources {
     /// Resource names that must be in `resources.requests`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<String>,
     /// Resource names that must be in `resources.limits`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<String>,
 }
 
 /// Pod security restrictions, for Pods and pod templates.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSecurity {
     /// Refuse `securityContext.privileged: true`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbid_privileged: bool,
     /// Refuse `hostNetwork`, `hostPID`, `hostIPC`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbid_host_namespaces: bool,
     /// Refuse `hostPath` volumes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbid_host_path: bool,
     /// Capabilities containers may add; others are refused. Absent: no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_capabilities: Option<Vec<String>>,
     /// Require `runAsNonRoot: true` on each container or on the pod.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_run_as_non_root: bool,
 }
 

@@ -12,6 +12,7 @@ use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::cli::{PolicyArgs, Serve};
 use crate::evaluate::{NamespaceLabels, Settings};
+use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
@@ -22,7 +23,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
     let paths = args.policy.paths.clone();
     let initial = watch::read_all(&paths).context("reading the policies")?;
-    let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
+    let exception_namespaces = args.policy.exception_namespaces();
+    let policies =
+        parse(&initial, args.policy.cel_cost_limit, &exception_namespaces).context("the policies are invalid")?;
     log_policies("policies loaded", &policies);
     // Namespaces and parameter objects are watched when the API is in use;
     // without it no namespace labels and no parameter objects are known.
@@ -58,7 +61,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let metrics = WebhookMetrics::new(|registry| validator.register(registry));
     let target = validator.clone();
     let cost_limit = args.policy.cel_cost_limit;
-    let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
+    let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
     reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |p| {
         log_policies("policies reloaded", &p);
         if let Some(params) = &params {
@@ -82,9 +85,15 @@ pub fn settings(args: &PolicyArgs) -> Settings {
 }
 
 /// Parses every file's documents into one policy set, refusing CEL whose
-/// estimated cost exceeds `cost_limit`.
-pub fn parse(contents: &watch::Contents, cost_limit: u64) -> Result<PolicySet, PolicyError> {
-    PolicySet::from_sources(contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice())), cost_limit)
+/// estimated cost exceeds `cost_limit` and exceptions in namespaces
+/// `exception_namespaces` does not allow.
+pub fn parse(
+    contents: &watch::Contents,
+    cost_limit: u64,
+    exception_namespaces: &ExceptionNamespaces,
+) -> Result<PolicySet, PolicyError> {
+    let sources = contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice()));
+    PolicySet::from_sources_in(sources, cost_limit, exception_namespaces)
 }
 
 fn log_policies(message: &str, set: &PolicySet) {

@@ -69,7 +69,7 @@ pub struct Document<S> {
     api_version: String,
     #[allow(dead_code)] // checked by `parse` before the document is read
     kind: String,
-    /// `metadata`; only `name` is read.
+    /// `metadata`; only `name` and `namespace` are read.
     #[serde(default)]
     pub metadata: Metadata,
     /// The kind's content.
@@ -82,6 +82,9 @@ pub struct Metadata {
     /// `metadata.name`.
     #[serde(default)]
     pub name: String,
+    /// `metadata.namespace`, for the kinds that live in one.
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Deserialize)]

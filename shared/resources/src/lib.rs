@@ -25,7 +25,7 @@ mod writer;
 pub use catalog::{Catalog, Key, WatchedKind};
 pub use metrics::ResourceMetrics;
 pub use replica::{Identity, WebhookReplica};
-pub use run::{Loader, Swap};
+pub use run::{Loader, Remark, Swap, follow};
 pub use status::{Refusal, ResourceStatus};
 
 /// The API group of every Portcullis kind.

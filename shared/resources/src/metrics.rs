@@ -8,7 +8,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::catalog::WatchedKind;
+use crate::catalog::{Key, WatchedKind};
+use crate::run::Remark;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct Object {
@@ -48,16 +49,19 @@ impl ResourceMetrics {
     }
 
     /// Sets the metrics from what `kinds` hold now.
-    pub(crate) fn update(&self, kinds: &[Arc<dyn WatchedKind>]) {
+    pub(crate) fn update(&self, kinds: &[Arc<dyn WatchedKind>], remarks: &[Remark]) {
         self.refused.clear();
         for kind in kinds {
             let objects = kind.objects();
-            let enforced = objects.iter().filter(|o| o.enforced.is_some()).count();
+            let remark = |key: &Key| remarks.iter().find(|r| r.kind == kind.kind() && r.key == *key);
+            let enforced =
+                objects.iter().filter(|o| o.enforced.is_some() && remark(&o.key).is_none_or(|r| r.in_force)).count();
             self.enforced
                 .get_or_create(&KindLabel { kind: kind.kind().to_owned() })
                 .set(i64::try_from(enforced).unwrap_or(i64::MAX));
             for object in objects {
-                if let Some(refusal) = object.refusal {
+                let refusal = object.refusal.or_else(|| remark(&object.key).map(|r| r.refusal.clone()));
+                if let Some(refusal) = refusal {
                     let labels = Object {
                         kind: kind.kind().to_owned(),
                         namespace: object.key.namespace.unwrap_or_default(),

@@ -18,6 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::WatchedKind;
+use crate::run::Remark;
 use crate::status::Refusal;
 
 /// How often a replica rewrites its report when nothing changes.
@@ -34,7 +35,6 @@ pub const WEBHOOK_LABEL: &str = "portcullis.dev/webhook";
     version = "v1alpha1",
     kind = "WebhookReplica",
     namespaced,
-    category = "portcullis",
     shortname = "whr",
     printcolumn = r#"{"name":"WEBHOOK","type":"string","jsonPath":".spec.webhook"}"#,
     printcolumn = r#"{"name":"READY","type":"boolean","jsonPath":".spec.ready"}"#,
@@ -128,20 +128,34 @@ impl Reporter {
     }
 
     /// Writes what `kinds` hold now (server-side apply, one field manager).
-    pub async fn write(&mut self, kinds: &[std::sync::Arc<dyn WatchedKind>], ready: bool) -> Result<(), kube::Error> {
+    /// `remarks` are what the set refused or holds with a problem.
+    pub async fn write(
+        &mut self,
+        kinds: &[std::sync::Arc<dyn WatchedKind>],
+        remarks: &[Remark],
+        ready: bool,
+    ) -> Result<(), kube::Error> {
         self.heartbeat += 1;
         let objects = kinds
             .iter()
             .flat_map(|kind| {
-                kind.objects().into_iter().map(|o| Held {
-                    kind: kind.kind().to_owned(),
-                    namespace: o.key.namespace,
-                    name: o.key.name,
-                    uid: o.uid,
-                    generation: o.generation,
-                    enforced: o.enforced,
-                    reason: o.refusal.as_ref().map(|r| r.reason.clone()),
-                    message: o.refusal.map(|r| r.message),
+                kind.objects().into_iter().map(|o| {
+                    let remark = remarks.iter().find(|r| r.kind == kind.kind() && r.key == o.key);
+                    let enforced = match remark {
+                        Some(r) if !r.in_force => None,
+                        _ => o.enforced,
+                    };
+                    let refusal = o.refusal.or_else(|| remark.map(|r| r.refusal.clone()));
+                    Held {
+                        kind: kind.kind().to_owned(),
+                        namespace: o.key.namespace,
+                        name: o.key.name,
+                        uid: o.uid,
+                        generation: o.generation,
+                        enforced,
+                        reason: refusal.as_ref().map(|r| r.reason.clone()),
+                        message: refusal.map(|r| r.message),
+                    }
                 })
             })
             .collect();

@@ -10,14 +10,31 @@ use portcullis_lease::Election;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::WatchedKind;
+use crate::catalog::{Key, WatchedKind};
 use crate::metrics::ResourceMetrics;
 use crate::replica::{HEARTBEAT, Identity, Reporter};
+use crate::status::Refusal;
 use crate::writer;
 
 /// Builds the caller's set from its catalogs and swaps it in; called after
-/// every change, once every kind is synced.
-pub type Swap = Box<dyn Fn() + Send + Sync>;
+/// every change, once every kind is synced. Returns what the set could not
+/// take, or took with a problem, object by object (two objects that
+/// contradict each other: the later one).
+pub type Swap = Box<dyn Fn() -> Vec<Remark> + Send + Sync>;
+
+/// An object the set refused, or holds with a problem, though it compiled.
+#[derive(Debug, Clone)]
+pub struct Remark {
+    /// Its kind.
+    pub kind: &'static str,
+    /// Which object.
+    pub key: Key,
+    /// Why: the status's reason and message.
+    pub refusal: Refusal,
+    /// Whether it is in force all the same (e.g. a policy whose paramKind
+    /// is unknown, which then fails by its failure policy).
+    pub in_force: bool,
+}
 
 /// How long a failed report write waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -85,14 +102,15 @@ async fn report_loop(
     shutdown: CancellationToken,
 ) {
     let mut dirty = true;
+    let mut remarks = Vec::new();
     loop {
         let synced = kinds.iter().all(|k| k.is_synced());
         if synced && dirty {
-            swap();
-            metrics.update(&kinds);
+            remarks = swap();
+            metrics.update(&kinds, &remarks);
             dirty = false;
         }
-        let wait = match reporter.write(&kinds, synced).await {
+        let wait = match reporter.write(&kinds, &remarks, synced).await {
             Ok(()) => {
                 if synced && !ready.swap(true, Ordering::AcqRel) {
                     tracing::info!("every policy kind is listed, in force and reported: ready");
@@ -111,6 +129,21 @@ async fn report_loop(
                 reporter.remove().await;
                 return;
             }
+        }
+    }
+}
+
+/// Swaps the caller's set after every change of `kinds`, once all are
+/// synced, until `shutdown`: for a reader that enforces nothing and so
+/// reports nothing (the audit).
+pub async fn follow(kinds: Vec<Arc<dyn WatchedKind>>, changed: Arc<Notify>, swap: Swap, shutdown: CancellationToken) {
+    loop {
+        if kinds.iter().all(|k| k.is_synced()) {
+            swap();
+        }
+        tokio::select! {
+            () = changed.notified() => {}
+            () = shutdown.cancelled() => return,
         }
     }
 }

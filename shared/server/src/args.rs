@@ -150,6 +150,27 @@ pub struct ReloadArgs {
     pub interval: Duration,
 }
 
+/// Where a webhook's policies or templates come from in a cluster: the
+/// `portcullis.dev` resources, watched. One flag, one name in both
+/// webhooks; exclusive with their files (`--policy`, `--config`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ResourceArgs {
+    /// Read the policies and exceptions (validator) or the templates and
+    /// configuration (injector) from the cluster's `portcullis.dev`
+    /// resources, watched, instead of files; each object's status says
+    /// whether it is in force in every replica.
+    #[arg(long, env = "PORTCULLIS_WATCH_RESOURCES")]
+    pub watch_resources: bool,
+    /// This replica's name in its `WebhookReplica` report and the status
+    /// Lease: the pod's name (downward API); `<webhook>-<pid>` without one.
+    #[arg(long = "replica-name", env = "POD_NAME")]
+    pub pod_name: Option<String>,
+    /// The pod's uid (downward API): the report is owned by the pod, so the
+    /// garbage collector removes it with the pod.
+    #[arg(long = "replica-uid", env = "POD_UID")]
+    pub pod_uid: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

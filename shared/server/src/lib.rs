@@ -32,6 +32,6 @@ pub mod tls;
 pub mod watch;
 pub mod webhook;
 
-pub use args::{AdminArgs, ServeArgs, TlsArgs};
+pub use args::{AdminArgs, ResourceArgs, ServeArgs, TlsArgs};
 pub use metrics::{AdmissionMetrics, Metrics, WebhookMetrics};
 pub use shutdown::shutdown_signal;

@@ -69,8 +69,7 @@ fn create(namespace: &str, name: &str, key: &str) -> Result<(), String> {
 /// What `replica` itself answers for the ConfigMap: whether it allows it.
 async fn allowed_by(replica: &Webhook, namespace: &str, key: &str) -> bool {
     let review = config_map_review(config_map(namespace, &unique("direct"), key));
-    let answer: Value =
-        replica.client().post(replica.url()).json(&review).send().await.unwrap().json().await.unwrap();
+    let answer: Value = replica.client().post(replica.url()).json(&review).send().await.unwrap().json().await.unwrap();
     answer["response"]["allowed"].as_bool().unwrap()
 }
 
@@ -127,7 +126,9 @@ async fn policies_are_objects_with_status_that_means_in_force() {
     })
     .await;
     assert!(described.contains("Warning"), "{described}");
-    let series = format!("portcullis_resource_refused{{kind=\"ValidatorPolicy\",namespace=\"\",name=\"{broken}\",reason=\"CompileError\"}}");
+    let series = format!(
+        "portcullis_resource_refused{{kind=\"ValidatorPolicy\",namespace=\"\",name=\"{broken}\",reason=\"CompileError\"}}"
+    );
     assert_eq!(metric(first.admin, &series), 1.0);
     assert!(create(&team, "still-judged", "verboten").is_err());
 
@@ -189,11 +190,26 @@ async fn policies_are_objects_with_status_that_means_in_force() {
     // A team bound to `edit` in its namespace manages its namespace's
     // policies, and nothing cluster-wide.
     ok(cluster().kubectl(&["create", "serviceaccount", "owner", "-n", &team]));
-    ok(cluster().kubectl(&["create", "rolebinding", "owner-edit", "--clusterrole=edit", "-n", &team,
-        &format!("--serviceaccount={team}:owner")]));
+    ok(cluster().kubectl(&[
+        "create",
+        "rolebinding",
+        "owner-edit",
+        "--clusterrole=edit",
+        "-n",
+        &team,
+        &format!("--serviceaccount={team}:owner"),
+    ]));
     let owner = format!("--as=system:serviceaccount:{team}:owner");
     eventually("edit aggregates the Portcullis roles", Duration::from_secs(30), || {
-        let out = cluster().kubectl(&["auth", "can-i", "create", "namespacedvalidatorpolicies.portcullis.dev", "-n", &team, &owner]);
+        let out = cluster().kubectl(&[
+            "auth",
+            "can-i",
+            "create",
+            "namespacedvalidatorpolicies.portcullis.dev",
+            "-n",
+            &team,
+            &owner,
+        ]);
         out.status.success().then_some(())
     })
     .await;

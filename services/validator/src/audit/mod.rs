@@ -35,7 +35,9 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
     let paths = args.policy.paths.clone();
     let initial = watch::read_all(&paths).context("reading the policies")?;
-    let policies = parse(&initial, args.policy.cel_cost_limit).context("the policies are invalid")?;
+    let exception_namespaces = args.policy.exception_namespaces();
+    let policies =
+        parse(&initial, args.policy.cel_cost_limit, &exception_namespaces).context("the policies are invalid")?;
     let client =
         kube::Client::try_default().await.context(Hinted::new("connecting to the Kubernetes API", KUBECONFIG_HINT))?;
     let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
@@ -45,7 +47,7 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new(|registry| audit_metrics.register(registry)));
     let (updates, policies) = tokio::sync::watch::channel(Arc::new(policies));
     let cost_limit = args.policy.cel_cost_limit;
-    let parse = move |contents: &watch::Contents| parse(contents, cost_limit);
+    let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
     let watched = params.clone();
     reload_config(paths, args.reload.interval, initial, metrics.clone(), shutdown.clone(), parse, move |p| {
         watched.watch(p.param_kinds());

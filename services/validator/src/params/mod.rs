@@ -10,19 +10,22 @@ mod watched;
 
 use portcullis_admission::json;
 use portcullis_admission::selector::LabelSelector;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use files::FileParams;
 pub use watched::WatchedParams;
 
 /// The kind of the parameter objects: `paramKind`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParamKind {
     /// `v1`, `example.com/v1`.
+    #[schemars(length(min = 1))]
     pub api_version: String,
     /// `ConfigMap`.
+    #[schemars(length(min = 1))]
     pub kind: String,
 }
 
@@ -32,18 +35,27 @@ impl std::fmt::Display for ParamKind {
     }
 }
 
-/// Which objects of the kind: `paramRef`, as written in a policy.
-#[derive(Debug, Clone, Deserialize)]
+/// Which objects of the kind: `paramRef`, as written in a policy (its
+/// schema is the CRDs'; the policy reads it as a raw value so that a
+/// mistake in it is the policy's refusal, with the field named).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ParamRefSpec {
+pub(crate) struct ParamRefSpec {
+    /// One object by name (not with `selector`).
     name: Option<String>,
+    /// The namespace of the objects of a namespaced kind; unset: the
+    /// namespace of the object judged.
     namespace: Option<String>,
+    /// Every object with these labels (not with `name`).
+    #[serde(default)]
+    #[schemars(schema_with = "crate::resources::schema::label_selector")]
     selector: Option<LabelSelector>,
+    /// What the policy does when no object is found: Allow or Deny.
     parameter_not_found_action: Option<NotFoundAction>,
 }
 
 /// What a policy does when no parameter object is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum NotFoundAction {
     /// The policy passes.
     Allow,

@@ -1,0 +1,64 @@
+//! 1,000 policies applied at once: every one becomes Ready, none is lost;
+//! the load time and the validator's memory are printed for
+//! docs/BENCHMARKS.md. Its own control plane: its validator is the only
+//! replica reporting.
+
+use std::time::Instant;
+
+use portcullis_e2e::webhook::{Kind, Webhook};
+use portcullis_e2e::{cluster, ok, repo};
+
+const POLICIES: usize = 1000;
+
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_thousand_policies_applied_at_once_all_become_ready() {
+    ok(cluster().kubectl(&["apply", "--server-side", "-k", repo().join("deploy/base/crds").to_str().unwrap()]));
+    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
+    cluster().ensure_namespace("portcullis-system");
+    let validator = Webhook::start_watching(Kind::Validator, &[]).await;
+    let idle = resident_kib(validator.pid());
+    let documents: Vec<String> = (0..POLICIES)
+        .map(|i| {
+            format!(
+                "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: scale-{i:04}, labels: {{e2e.portcullis.dev/scale: 'yes'}}}}\n\
+                 spec:\n  action: Audit\n  match:\n    resources: [{{apiGroups: [''], resources: [configmaps]}}]\n\
+                 \x20 validations:\n    - expression: \"!has(object.data) || !('key-{i}' in object.data)\"\n      message: no key-{i}\n"
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    ok(cluster().kubectl_stdin(&["apply", "--server-side", "-f", "-"], &documents.join("---\n")));
+    let applied = started.elapsed();
+    ok(cluster().kubectl(&[
+        "wait",
+        "--for=condition=Ready",
+        "validatorpolicy",
+        "-l",
+        "e2e.portcullis.dev/scale=yes",
+        "--timeout=600s",
+    ]));
+    let ready = started.elapsed();
+    let statuses = ok(cluster().kubectl(&[
+        "get",
+        "validatorpolicy",
+        "-l",
+        "e2e.portcullis.dev/scale=yes",
+        "-o",
+        "jsonpath={range .items[*]}{.status.conditions[0].status}{\"\\n\"}{end}",
+    ]));
+    let lines: Vec<&str> = statuses.lines().collect();
+    assert_eq!(lines.len(), POLICIES, "every policy exists");
+    assert!(lines.iter().all(|s| *s == "True"), "every policy is Ready");
+    let loaded = resident_kib(validator.pid());
+    println!(
+        "{POLICIES} policies: applied in {applied:?}, all Ready {ready:?} after the apply began; \
+         validator resident memory {idle} KiB before, {loaded} KiB with them ({} KiB more)",
+        loaded.saturating_sub(idle)
+    );
+}
