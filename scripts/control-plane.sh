@@ -224,11 +224,10 @@ TR
 
   # kube-controller-manager runs with one identity (no per-controller
   # ServiceAccounts here): give it the CSR signing controller's role, as
-  # system:controller:certificate-controller has in a kubeadm cluster.
+  # system:controller:certificate-controller has in a kubeadm cluster, and
+  # the ClusterRole aggregation controller's (it writes admin/edit/view).
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-csr-signing \
     --clusterrole=system:controller:certificate-controller --user=system:kube-controller-manager >/dev/null
-  # ... and the ClusterRole aggregation controller's (the `edit`, `admin`
-  # and `view` roles gather the aggregated ClusterRoles of CRDs).
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-clusterrole-aggregation \
     --clusterrole=system:controller:clusterrole-aggregation-controller --user=system:kube-controller-manager >/dev/null
   log "starting kube-controller-manager (CSR signing, namespace cleanup, garbage collection, role aggregation)"

@@ -9,13 +9,13 @@ use portcullis_validator::policy::PolicySet;
 
 /// `InjectorConfig` files: the base deployment's and the tests'.
 pub const INJECTOR_CONFIGS: &[(&str, &[u8])] = &[
-    ("deploy/base/config/injector.yaml", include_bytes!("../../deploy/base/config/injector.yaml")),
+    ("deploy/base/policies/injector.yaml", include_bytes!("../../deploy/base/policies/injector.yaml")),
     ("services/injector/tests/data/config.yaml", include_bytes!("../../services/injector/tests/data/config.yaml")),
 ];
 
 /// `ValidatorPolicy` files: the base deployment's and the tests'.
 pub const POLICIES: &[(&str, &[u8])] = &[
-    ("deploy/base/config/validator.yaml", include_bytes!("../../deploy/base/config/validator.yaml")),
+    ("deploy/base/policies/validator.yaml", include_bytes!("../../deploy/base/policies/validator.yaml")),
     (
         "services/validator/tests/data/policies.yaml",
         include_bytes!("../../services/validator/tests/data/policies.yaml"),

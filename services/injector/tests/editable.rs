@@ -21,7 +21,7 @@ use support::{admit, again, review};
 /// old injection out).
 fn configs() -> Vec<Config> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let files: [PathBuf; 2] = [support::data("config.yaml"), root.join("deploy/base/config/injector.yaml")];
+    let files: [PathBuf; 2] = [support::data("config.yaml"), root.join("deploy/base/policies/injector.yaml")];
     let mut configs: Vec<Config> = files
         .iter()
         .map(|file| {

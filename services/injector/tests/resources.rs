@@ -89,7 +89,7 @@ fn documents(path: &Path) -> Vec<serde_yaml::Value> {
 #[test]
 fn the_shipped_configuration_as_objects_is_the_configuration_from_files() {
     for path in
-        [repo().join("deploy/base/config/injector.yaml"), repo().join("services/injector/tests/data/config.yaml")]
+        [repo().join("deploy/base/policies/injector.yaml"), repo().join("services/injector/tests/data/config.yaml")]
     {
         let contents = portcullis_server::watch::read_all(std::slice::from_ref(&path)).expect("readable");
         let from_files = portcullis_injector::serve::parse(&contents).expect("valid");

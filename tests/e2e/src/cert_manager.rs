@@ -85,7 +85,7 @@ impl Setup {
         command
             .arg("serve")
             .arg("--config")
-            .arg(repo().join("deploy/base/config/injector.yaml"))
+            .arg(repo().join("deploy/base/policies/injector.yaml"))
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
             .args(["--cert-manager-url", &cert_manager.url()])
             .arg("--cert-manager-ca-file")

@@ -42,7 +42,7 @@ fn lease_holder(lease: &str) -> String {
 }
 
 fn policies(ns: &str) -> String {
-    let base = std::fs::read_to_string(repo().join("deploy/base/config/validator.yaml"))
+    let base = std::fs::read_to_string(repo().join("deploy/base/policies/validator.yaml"))
         .expect("reading a file of the repository");
     let extra = r#"
 ---

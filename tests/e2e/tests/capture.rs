@@ -47,7 +47,7 @@ async fn a_denial_is_captured_redacted_traced_and_replayed_with_the_same_decisio
     let client = cluster().client().await;
     let policies = tempfile::tempdir().unwrap();
     let policy = policies.path().join("policies.yaml");
-    std::fs::copy(repo().join("deploy/base/config/validator.yaml"), &policy).unwrap();
+    std::fs::copy(repo().join("deploy/base/policies/validator.yaml"), &policy).unwrap();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("capture");
     let flags = ["--capture-dir", dir.to_str().unwrap(), "--capture-kinds", "Deployment,Secret"];
@@ -116,7 +116,7 @@ async fn a_denial_is_captured_redacted_traced_and_replayed_with_the_same_decisio
 #[tokio::test]
 async fn an_injection_is_captured_and_replayed_with_the_same_patch() {
     let client = cluster().client().await;
-    let config = repo().join("deploy/base/config/injector.yaml");
+    let config = repo().join("deploy/base/policies/injector.yaml");
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("capture");
     let injector = Webhook::start_with(Kind::Injector, &config, &["--capture-dir", dir.to_str().unwrap()]).await;

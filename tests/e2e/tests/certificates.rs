@@ -52,7 +52,7 @@ async fn the_injector_serves_a_certificate_from_the_cert_manager() {
     injector
         .arg("serve")
         .arg("--config")
-        .arg(repo().join("deploy/base/config/injector.yaml"))
+        .arg(repo().join("deploy/base/policies/injector.yaml"))
         .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .args(["--cert-manager-url", &format!("https://{cm_addr}")])
         .arg("--cert-manager-ca-file")

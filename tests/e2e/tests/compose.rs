@@ -144,7 +144,7 @@ async fn compose_up_runs_the_readme_laptop_section() {
     )
     .unwrap();
     assert_eq!(mutated["response"]["uid"], request["request"]["uid"]);
-    // deploy/base/config/validator.yaml only audits and warns on this pod.
+    // deploy/base/policies/validator.yaml only audits and warns on this pod.
     let validated = review(8444, "validate", "@services/injector/tests/data/pod-v1.json");
     assert_eq!(validated["kind"], "AdmissionReview", "{validated}");
     assert_eq!(validated["response"]["uid"], request["request"]["uid"], "{validated}");

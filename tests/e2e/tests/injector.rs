@@ -54,7 +54,7 @@ async fn register(
 #[tokio::test]
 async fn pods_in_opted_in_namespaces_come_back_injected() {
     let client = cluster().client().await;
-    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/policies/injector.yaml")).await;
     let ns = opted_in(&client, &unique("inject")).await;
     let (_, _registered) = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;
@@ -121,7 +121,7 @@ async fn pods_in_opted_in_namespaces_come_back_injected() {
 #[tokio::test]
 async fn the_api_server_checks_the_webhook_certificate_against_ca_bundle() {
     let client = cluster().client().await;
-    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/policies/injector.yaml")).await;
     let ns = opted_in(&client, &unique("cabundle")).await;
     let wrong_ca = Pki::new().ca;
 
@@ -143,7 +143,7 @@ async fn the_api_server_checks_the_webhook_certificate_against_ca_bundle() {
 #[tokio::test]
 async fn a_webhook_that_is_down_fails_closed_or_open_and_is_used_again_when_back() {
     let client = cluster().client().await;
-    let mut injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
+    let mut injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/policies/injector.yaml")).await;
     let ns = opted_in(&client, &unique("down")).await;
     let (registration, _registered) = register(&client, &injector, &ns, &injector.pki.ca, "Fail").await;
     eventually("the webhook is in use", WAIT, || dry_run(&ns, "probe").ok().filter(injected)).await;

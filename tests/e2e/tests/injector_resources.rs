@@ -41,7 +41,7 @@ fn the_shipped_configuration_applies_and_malformed_templates_are_refused_with_th
     install_crds();
 
     // Today's shipped file, unchanged.
-    let shipped = repo().join("deploy/base/config/injector.yaml");
+    let shipped = repo().join("deploy/base/policies/injector.yaml");
     let _configs = [Cleanup::of("injectorconfig", "sidecars"), Cleanup::of("injectorconfig", "mirrors-and-defaults")];
     ok(cluster().kubectl(&["apply", "-f", shipped.to_str().expect("a UTF-8 path")]));
     let stored: Value =

@@ -153,7 +153,7 @@ async fn prometheus_scrapes_every_metric_the_rules_and_the_dashboard_query() {
     // a namespace with a Deployment that breaks the shipped policies.
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("validator.yaml");
-    std::fs::copy(repo().join("deploy/base/config/validator.yaml"), &policy).unwrap();
+    std::fs::copy(repo().join("deploy/base/policies/validator.yaml"), &policy).unwrap();
     let validator = Webhook::start_with(Kind::Validator, &policy, &["--cel-per-call-limit", "1"]).await;
     let ns = unique("monitoring");
     ok(cluster.kubectl(&["create", "namespace", &ns]));

@@ -1,7 +1,9 @@
 //! Portcullis where its users run it: the images built by a real Docker
 //! daemon (`scripts/images`), loaded into a real node (containerd, runc,
 //! kubelet, kube-proxy, CoreDNS) and `deploy/overlays/dev` applied with
-//! kubectl. The three services run as pods; the API server reaches the
+//! kubectl, then its policies once the CRDs are Established, as the
+//! install docs say; every policy and injector configuration becomes
+//! Ready. The three services run as pods; the API server reaches the
 //! webhooks through their Services; the webhooks get their certificates
 //! from the in-cluster cert-manager over gRPC through its Service.
 //!
@@ -187,6 +189,30 @@ async fn the_dev_overlay_runs_as_pods_on_a_real_node() {
     let deployments = json(cluster, &["get", "deployments", "-n", NS]);
     let names: Vec<String> = deployments["items"].as_array().unwrap().iter().map(name).collect();
     assert_eq!(names.len(), 5, "jaeger, the three services and the audit: {names:?}");
+
+    phase("the CRDs Established, kubectl apply -k deploy/overlays/dev/policies, every policy and configuration Ready");
+    ok(cluster.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd",
+        "-l",
+        "app.kubernetes.io/part-of=portcullis",
+        "--timeout=60s",
+    ]));
+    let policies = repo().join("deploy/overlays/dev/policies");
+    ok(cluster.kubectl(&["apply", "-k", policies.to_str().expect("a UTF-8 path")]));
+    for kind in ["validatorpolicy", "injectorconfig"] {
+        ok(cluster.kubectl(&["wait", "--for=condition=Ready", kind, "--all", "--timeout=120s"]));
+    }
+    let listed = ok(cluster.kubectl(&["get", "portcullis"]));
+    assert!(listed.contains("replicas") && listed.contains("sidecars") && !listed.contains("False"), "{listed}");
+    // Ready means in force in every replica: each webhook pod reports what
+    // it enforces in its own WebhookReplica, named after it.
+    let reports: Vec<String> =
+        json(cluster, &["get", "webhookreplicas", "-n", NS])["items"].as_array().unwrap().iter().map(name).collect();
+    for pod in pods(cluster, NS, "app.kubernetes.io/name in (portcullis-injector,portcullis-validator)") {
+        assert!(reports.contains(&name(&pod)), "no WebhookReplica for {}: {reports:?}", name(&pod));
+    }
 
     // caBundle set by the in-cluster cert-manager.
     for config in

@@ -35,7 +35,7 @@ async fn shipped_policies_apply_and_malformed_ones_are_refused_with_the_field() 
     let prefix = unique("crd");
     // The shipped file, as it is but for the names (cluster-scoped objects
     // of a shared control plane).
-    let shipped = std::fs::read_to_string(repo().join("deploy/base/config/validator.yaml")).unwrap_or_default();
+    let shipped = std::fs::read_to_string(repo().join("deploy/base/policies/validator.yaml")).unwrap_or_default();
     let renamed = shipped.replace("metadata:\n  name: ", &format!("metadata:\n  name: {prefix}-"));
     let names: Vec<String> = renamed
         .lines()

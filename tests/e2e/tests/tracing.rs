@@ -47,7 +47,7 @@ async fn admission_trace(service: &str, object: &str) -> (Value, HashMap<String,
 #[tokio::test]
 async fn a_validator_denial_is_traced_under_the_api_servers_webhook_call() {
     let client = cluster().client().await;
-    let validator = Webhook::start(Kind::Validator, &repo().join("deploy/base/config/validator.yaml")).await;
+    let validator = Webhook::start(Kind::Validator, &repo().join("deploy/base/policies/validator.yaml")).await;
     let ns = unique("traced-deny");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
     let registration = validator.registration(&ns, "Fail");
@@ -89,7 +89,7 @@ async fn a_validator_denial_is_traced_under_the_api_servers_webhook_call() {
 #[tokio::test]
 async fn kubectl_run_is_one_trace_from_the_api_server_into_the_injector() {
     let client = cluster().client().await;
-    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/config/injector.yaml")).await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("deploy/base/policies/injector.yaml")).await;
     let ns = unique("traced");
     namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
     let registration = injector.registration(&ns, "Fail");

@@ -19,7 +19,7 @@ fn deployment(name: &str, replicas: u32, labels: &str) -> String {
 async fn policies_deny_warn_see_old_objects_and_reload_from_disk() {
     let client = cluster().client().await;
     let policies = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("deploy/base/config/validator.yaml"), policies.path().join("policies.yaml")).unwrap();
+    std::fs::copy(repo().join("deploy/base/policies/validator.yaml"), policies.path().join("policies.yaml")).unwrap();
     let validator = Webhook::start(Kind::Validator, policies.path()).await;
     let ns = unique("validate");
     namespace(&client, &ns, &[("e2e.portcullis.dev/case", &ns)]).await;
