@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use portcullis_server::ServeArgs;
 use portcullis_server::args::ProbeArgs;
 use portcullis_server::args::ReloadArgs;
+use portcullis_server::{ResourceArgs, ServeArgs};
 use portcullis_telemetry::LogArgs;
 
 /// Portcullis injector: a mutating admission webhook that injects sidecars,
@@ -41,7 +41,8 @@ pub enum Command {
 pub struct ConfigArgs {
     /// InjectorConfig file, or directory of `*.yaml`/`*.yml`/`*.json` files
     /// (a mounted ConfigMap). Repeat or comma-separate for several.
-    #[arg(long = "config", env = "PORTCULLIS_CONFIG", value_delimiter = ',', required = true)]
+    /// `serve` in a cluster takes `--watch-resources` instead.
+    #[arg(long = "config", env = "PORTCULLIS_CONFIG", value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
 }
 
@@ -54,6 +55,13 @@ pub struct Serve {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub reload: ReloadArgs,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub resources: ResourceArgs,
+    /// The namespace Portcullis runs in: where this replica's
+    /// `WebhookReplica` report and the status Lease live.
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]
+    pub portcullis_namespace: String,
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub serve: ServeArgs,

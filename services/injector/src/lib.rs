@@ -15,6 +15,7 @@
 
 pub mod assemble;
 pub mod cli;
+pub mod cluster;
 pub mod compile;
 pub mod config;
 pub mod images;

@@ -14,6 +14,7 @@ use crate::webhook::Injector;
 
 /// Runs `mutate`, printing one result per input document.
 pub fn run(args: &Mutate) -> anyhow::Result<()> {
+    anyhow::ensure!(!args.config.paths.is_empty(), "--config FILE|DIR is required: the configuration to inject with");
     let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
     let injector = Injector::new(parse(&contents).context("the injector configuration is invalid")?);
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;

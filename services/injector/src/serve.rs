@@ -3,16 +3,31 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
+use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::Serve;
+use crate::cluster::Catalogs;
 use crate::config::Config;
 use crate::webhook::Injector;
 
 /// Runs the webhook until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
     let shutdown = shutdown_signal();
+    match (args.config.paths.is_empty(), args.resources.watch_resources) {
+        (false, false) => {}
+        (true, true) => return run_watching(args, shutdown).await,
+        (false, true) => anyhow::bail!(
+            "--config and --watch-resources are exclusive: in a cluster the InjectionTemplate and InjectorConfig \
+             resources are the configuration (files are for the standalone mode and `mutate`); give one of them"
+        ),
+        (true, false) => anyhow::bail!(
+            "no configuration: give --config FILE|DIR (files) or --watch-resources (the cluster's resources)"
+        ),
+    }
     let paths = args.config.paths.clone();
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
     let config = parse(&initial).context("the injector configuration is invalid")?;
@@ -25,6 +40,40 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         target.set_config(c);
     });
     let ready = Arc::new(|| true);
+    serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
+    Ok(())
+}
+
+/// Serves the configuration the cluster's resources give, ready once they
+/// are listed, in force and reported.
+async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
+    let injector = Arc::new(Injector::new(Config::default()));
+    let resource_metrics = ResourceMetrics::default();
+    let metrics = WebhookMetrics::new(|registry| {
+        injector.register(registry);
+        resource_metrics.register(registry);
+    });
+    let catalogs = Catalogs::watch(&client, &shutdown);
+    let (target, swap_catalogs) = (injector.clone(), catalogs.clone());
+    let swap: Swap = Box::new(move || {
+        let (config, remarks) = swap_catalogs.config();
+        log_config("configuration in force", &config);
+        target.set_config(config);
+        remarks
+    });
+    let identity = Identity::new(
+        "injector",
+        args.portcullis_namespace.clone(),
+        args.resources.pod_name.clone(),
+        args.resources.pod_uid.clone(),
+    );
+    let loader =
+        Loader::start(client, identity, catalogs.kinds(), catalogs.changed(), swap, resource_metrics, shutdown.clone());
+    let loaded = loader.ready_flag();
+    let ready = Arc::new(move || loaded.load(std::sync::atomic::Ordering::Acquire));
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())
 }

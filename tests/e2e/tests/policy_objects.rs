@@ -19,7 +19,12 @@ const WAIT: &str = "--timeout=60s";
 
 /// Installs the CRDs and the aggregated roles as `deploy/` ships them.
 fn install() {
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", repo().join("deploy/base/crds").to_str().unwrap()]));
+    ok(cluster().kubectl(&[
+        "apply",
+        "--server-side",
+        "-k",
+        repo().join("deploy/base/crds").to_str().expect("a UTF-8 path"),
+    ]));
     ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", WAIT]));
     cluster().ensure_namespace("portcullis-system");
 }
@@ -69,8 +74,9 @@ fn create(namespace: &str, name: &str, key: &str) -> Result<(), String> {
 /// What `replica` itself answers for the ConfigMap: whether it allows it.
 async fn allowed_by(replica: &Webhook, namespace: &str, key: &str) -> bool {
     let review = config_map_review(config_map(namespace, &unique("direct"), key));
-    let answer: Value = replica.client().post(replica.url()).json(&review).send().await.unwrap().json().await.unwrap();
-    answer["response"]["allowed"].as_bool().unwrap()
+    let answer = replica.client().post(replica.url()).json(&review).send().await.expect("the replica answers");
+    let answer: Value = answer.json().await.expect("an AdmissionReview");
+    answer["response"]["allowed"].as_bool().expect("response.allowed")
 }
 
 #[tokio::test]

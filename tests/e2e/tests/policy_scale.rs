@@ -11,14 +11,19 @@ use portcullis_e2e::{cluster, ok, repo};
 const POLICIES: usize = 1000;
 
 fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
+    rss.trim().trim_end_matches("kB").trim().parse().expect("VmRSS in kB")
 }
 
 #[tokio::test]
 async fn a_thousand_policies_applied_at_once_all_become_ready() {
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", repo().join("deploy/base/crds").to_str().unwrap()]));
+    ok(cluster().kubectl(&[
+        "apply",
+        "--server-side",
+        "-k",
+        repo().join("deploy/base/crds").to_str().expect("a UTF-8 path"),
+    ]));
     ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
     cluster().ensure_namespace("portcullis-system");
     let validator = Webhook::start_watching(Kind::Validator, &[]).await;
