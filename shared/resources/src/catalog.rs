@@ -146,8 +146,8 @@ where
                     }
                     Some(Ok(Event::Init)) => relist = Some(BTreeMap::new()),
                     Some(Ok(Event::InitApply(object))) => {
-                        let entry = catalog.load(&object, &compile, status_of).await;
-                        if let (Some(buffer), Some((key, entry))) = (relist.as_mut(), entry) {
+                        let (key, entry, _) = catalog.load(&object, &compile, status_of).await;
+                        if let Some(buffer) = relist.as_mut() {
                             buffer.insert(key, entry);
                         }
                     }
@@ -159,10 +159,13 @@ where
                         changed.notify_one();
                     }
                     Some(Ok(Event::Apply(object))) => {
-                        if let Some((key, entry)) = catalog.load(&object, &compile, status_of).await {
-                            catalog.lock().insert(key, entry);
+                        let (key, entry, compiled) = catalog.load(&object, &compile, status_of).await;
+                        catalog.lock().insert(key, entry);
+                        // A status write changes nothing in force: no swap,
+                        // no report (else every status write would cause one).
+                        if compiled {
+                            changed.notify_one();
                         }
-                        changed.notify_one();
                     }
                     Some(Ok(Event::Delete(object))) => {
                         catalog.lock().remove(&key_of(&object));
@@ -182,9 +185,9 @@ where
             .collect()
     }
 
-    /// The entry for `object`: compiled again only when its uid or
-    /// generation changed; otherwise only its status is updated.
-    async fn load(&self, object: &K, compile: &Compile<K, C>, status_of: StatusOf<K>) -> Option<(Key, Entry<C>)> {
+    /// The entry for `object`, and whether it was compiled: only when its
+    /// uid or generation changed; otherwise only its status is updated.
+    async fn load(&self, object: &K, compile: &Compile<K, C>, status_of: StatusOf<K>) -> (Key, Entry<C>, bool) {
         let key = key_of(object);
         let uid = object.uid().unwrap_or_default();
         let generation = object.meta().generation.unwrap_or_default();
@@ -197,7 +200,7 @@ where
             && *seen == generation
         {
             let entry = Entry { uid, generation, enforced: enforced.clone(), refusal: refusal.clone(), status };
-            return Some((key, entry));
+            return (key, entry, false);
         }
         let (compile, owned) = (compile.clone(), object.clone());
         let compiled = match tokio::task::spawn_blocking(move || compile(&owned)).await {
@@ -216,7 +219,7 @@ where
                 Entry { uid, generation, enforced: last_good, refusal: Some(refusal), status }
             }
         };
-        Some((key, entry))
+        (key, entry, true)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, Entry<C>>> {
