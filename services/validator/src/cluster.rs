@@ -12,8 +12,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::PolicyArgs;
 use crate::exception::Exception;
+use crate::params::ParamKind;
 use crate::policy::{Policy, PolicySet};
 use crate::resources::{NamespacedValidatorPolicy, PolicyException, ValidatorPolicy};
+
+/// The reason of a policy whose `paramKind` the API does not serve.
+pub const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";
 
 /// The watched policies and exceptions.
 #[derive(Debug, Clone)]
@@ -68,10 +72,28 @@ impl Catalogs {
     }
 
     /// The set in force: every object's last good compilation, cluster
-    /// policies first, each kind in name order.
-    pub fn set(&self) -> (PolicySet, Vec<Remark>) {
-        let policies = self.policies.in_force().into_iter().chain(self.namespaced.in_force()).map(|(_, p)| p);
+    /// policies first, each kind in name order; and the policies whose
+    /// `paramKind` the API does not serve (`unknown` says why), which are
+    /// in force but fail by their failure policy.
+    pub fn set(&self, unknown: impl Fn(&ParamKind) -> Option<String>) -> (PolicySet, Vec<Remark>) {
+        let cluster = self.policies.in_force().into_iter().map(|(key, p)| (self.policies.kind(), key, p));
+        let namespaced = self.namespaced.in_force().into_iter().map(|(key, p)| (self.namespaced.kind(), key, p));
+        let mut remarks = Vec::new();
+        let mut policies = Vec::new();
+        for (kind, key, policy) in cluster.chain(namespaced) {
+            if let Some(params) = &policy.params
+                && let Some(why) = unknown(&params.kind)
+            {
+                let message = format!(
+                    "spec.paramKind {} is not served by the API server ({why}); requests it judges \
+                    fail by its failure policy until it is",
+                    params.kind
+                );
+                remarks.push(Remark { kind, key, refusal: Refusal::new(UNKNOWN_PARAM_KIND, message), in_force: true });
+            }
+            policies.push(policy);
+        }
         let exceptions = self.exceptions.in_force().into_iter().map(|(_, e)| e);
-        (PolicySet::assemble(policies.collect(), exceptions.collect()), Vec::new())
+        (PolicySet::assemble(policies, exceptions.collect()), remarks)
     }
 }

@@ -16,7 +16,7 @@ use crate::cluster::Catalogs;
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
-use crate::params::WatchedParams;
+use crate::params::{ParamKind, WatchedParams};
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
 
@@ -120,9 +120,20 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         }
         (_, _, Some(client)) => {
             let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
+            if let Some(params) = &params {
+                // A paramKind found unknown (or found after all) changes
+                // what the policies' status says.
+                let (discovered, changed, stop) = (params.discovered(), catalogs.changed(), shutdown.clone());
+                tokio::spawn(async move {
+                    while tokio::select! { () = discovered.notified() => true, () = stop.cancelled() => false } {
+                        changed.notify_one();
+                    }
+                });
+            }
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
-                let (set, remarks) = swap_catalogs.set();
+                let unknown = |kind: &ParamKind| params.as_ref().and_then(|p| p.unknown(kind));
+                let (set, remarks) = swap_catalogs.set(unknown);
                 log_policies("policies in force", &set);
                 if let Some(params) = &params {
                     params.watch(set.param_kinds());

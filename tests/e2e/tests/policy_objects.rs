@@ -193,6 +193,25 @@ async fn policies_are_objects_with_status_that_means_in_force() {
     assert_eq!(reason, "NamespaceNotAllowed");
     assert!(create(&other, "legacy-two", "verboten").is_err(), "a refused exception exempts nothing");
 
+    // A paramKind the API server does not serve: in force (failing by its
+    // failure policy), and its status says why.
+    let params = format!("{case}-params");
+    apply(&format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: {params}}}\nspec:\n  match:\n\
+         \x20   resources: [{{apiGroups: [''], resources: [configmaps]}}]\n\
+         \x20   namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/case: {case}}}}}\n\
+         \x20 paramKind: {{apiVersion: example.com/v1, kind: Missing}}\n\
+         \x20 paramRef: {{name: settings, parameterNotFoundAction: Allow}}\n\
+         \x20 validations: [{{expression: \"params.data.x == 'y'\"}}]\n"
+    ));
+    let reason = eventually("the unknown paramKind is reported", Duration::from_secs(30), || {
+        let reason = jsonpath(&format!("validatorpolicy/{params}"), None, "{.status.conditions[0].reason}");
+        (!reason.is_empty() && reason != "Pending").then_some(reason)
+    })
+    .await;
+    assert_eq!(reason, "UnknownParamKind");
+    ok(cluster().kubectl(&["delete", "validatorpolicy", &params]));
+
     // A team bound to `edit` in its namespace manages its namespace's
     // policies, and nothing cluster-wide.
     ok(cluster().kubectl(&["create", "serviceaccount", "owner", "-n", &team]));

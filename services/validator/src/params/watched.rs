@@ -32,6 +32,9 @@ pub struct WatchedParams {
     client: kube::Client,
     shutdown: CancellationToken,
     kinds: RwLock<HashMap<ParamKind, Arc<Kind>>>,
+    /// Woken when a kind is found unknown or found after all, so that the
+    /// policies' status can say so.
+    discovered: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for WatchedParams {
@@ -61,7 +64,7 @@ enum State {
 impl WatchedParams {
     /// Nothing watched yet; watches run until `shutdown`.
     pub fn new(client: kube::Client, shutdown: CancellationToken) -> Arc<Self> {
-        Arc::new(Self { client, shutdown, kinds: RwLock::default() })
+        Arc::new(Self { client, shutdown, kinds: RwLock::default(), discovered: Arc::default() })
     }
 
     /// Watches exactly `wanted`: starts a watch for each new kind, stops
@@ -86,7 +89,23 @@ impl WatchedParams {
                 stop: self.shutdown.child_token(),
             });
             kinds.insert(kind.clone(), watched.clone());
-            tokio::spawn(run(self.client.clone(), kind, watched));
+            tokio::spawn(run(self.client.clone(), kind, watched, self.discovered.clone()));
+        }
+    }
+
+    /// Woken when discovery finds a kind unknown, or finds it after all.
+    pub fn discovered(&self) -> Arc<tokio::sync::Notify> {
+        self.discovered.clone()
+    }
+
+    /// Why `kind` is not served by the API, if discovery says so.
+    pub fn unknown(&self, kind: &ParamKind) -> Option<String> {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let watched = kinds.get(kind)?;
+        let state = watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*state {
+            State::Unknown(why) => Some(why.clone()),
+            _ => None,
         }
     }
 
@@ -161,7 +180,7 @@ fn as_json(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
 
 /// Discovers `kind` (again every [`REDISCOVER`] while unknown), then keeps
 /// its objects in memory until the watch is stopped.
-async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
+async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discovered: Arc<tokio::sync::Notify>) {
     let (group, version) = match kind.api_version.split_once('/') {
         Some((group, version)) => (group, version),
         None => ("", kind.api_version.as_str()),
@@ -176,8 +195,13 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
             Ok(found) => break found,
             Err(err) => {
                 tracing::warn!(param_kind = %kind, error = %error_chain(&err), "paramKind is not served by the API; policies reading it fail by their failure policy");
-                *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    State::Unknown(err.to_string());
+                let previous = std::mem::replace(
+                    &mut *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner),
+                    State::Unknown(err.to_string()),
+                );
+                if !matches!(previous, State::Unknown(_)) {
+                    discovered.notify_one();
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(REDISCOVER) => {}
                     _ = watched.stop.cancelled() => return,
@@ -193,8 +217,13 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>) {
     let store = writer.as_reader();
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
-    *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-        State::Watching { resource, scope, store: store.clone() };
+    let previous = std::mem::replace(
+        &mut *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner),
+        State::Watching { resource, scope, store: store.clone() },
+    );
+    if matches!(previous, State::Unknown(_)) {
+        discovered.notify_one();
+    }
     let mut stream = std::pin::pin!(stream);
     loop {
         tokio::select! {
