@@ -72,9 +72,10 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     );
     let loader =
         Loader::start(client, identity, catalogs.kinds(), catalogs.changed(), swap, resource_metrics, shutdown.clone());
-    let loaded = loader.ready_flag();
-    let ready = Arc::new(move || loaded.load(std::sync::atomic::Ordering::Acquire));
-    serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
+    let ready = Arc::new(loader.ready_check());
+    let served = serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await;
+    loader.retire().await;
+    served?;
     Ok(())
 }
 

@@ -12,12 +12,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::PolicyArgs;
 use crate::exception::Exception;
-use crate::params::ParamKind;
+use crate::params::{ParamKind, ParamSource as _, Scope, WatchedParams};
 use crate::policy::{Policy, PolicySet};
 use crate::resources::{NamespacedValidatorPolicy, PolicyException, ValidatorPolicy};
 
 /// The reason of a policy whose `paramKind` the API does not serve.
 pub const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";
+/// The reason of a policy not yet judged as it will be.
+const PENDING: &str = "Pending";
+/// The reason of a namespaced policy reaching beyond its namespace.
+const OUT_OF_NAMESPACE: &str = "OutOfNamespace";
 
 /// The watched policies and exceptions.
 #[derive(Debug, Clone)]
@@ -72,28 +76,57 @@ impl Catalogs {
     }
 
     /// The set in force: every object's last good compilation, cluster
-    /// policies first, each kind in name order; and the policies whose
-    /// `paramKind` the API does not serve (`unknown` says why), which are
-    /// in force but fail by their failure policy.
-    pub fn set(&self, unknown: impl Fn(&ParamKind) -> Option<String>) -> (PolicySet, Vec<Remark>) {
+    /// policies first, each kind in name order; and what the policies'
+    /// status must say of their `paramKind`, when `params` are watched:
+    /// not served by the API (in force, failing by the failure policy), not
+    /// yet listed (not yet judged as it will be: not reported in force), or
+    /// cluster-scoped for a namespaced policy (left out: it would read
+    /// beyond its namespace).
+    pub fn set(&self, params: Option<&WatchedParams>) -> (PolicySet, Vec<Remark>) {
         let cluster = self.policies.in_force().into_iter().map(|(key, p)| (self.policies.kind(), key, p));
         let namespaced = self.namespaced.in_force().into_iter().map(|(key, p)| (self.namespaced.kind(), key, p));
         let mut remarks = Vec::new();
         let mut policies = Vec::new();
         for (kind, key, policy) in cluster.chain(namespaced) {
-            if let Some(params) = &policy.params
-                && let Some(why) = unknown(&params.kind)
-            {
-                let message = format!(
-                    "spec.paramKind {} is not served by the API server ({why}); requests it judges \
-                    fail by its failure policy until it is",
-                    params.kind
-                );
-                remarks.push(Remark { kind, key, refusal: Refusal::new(UNKNOWN_PARAM_KIND, message), in_force: true });
+            let remark = match (params, &policy.params) {
+                (Some(watched), Some(spec)) => param_remark(watched, &spec.kind, policy.namespace.is_some()),
+                _ => None,
+            };
+            match remark {
+                Some((refusal, in_force)) => {
+                    if in_force || refusal.reason != OUT_OF_NAMESPACE {
+                        policies.push(policy);
+                    }
+                    remarks.push(Remark { kind, key, refusal, in_force });
+                }
+                None => policies.push(policy),
             }
-            policies.push(policy);
         }
         let exceptions = self.exceptions.in_force().into_iter().map(|(_, e)| e);
         (PolicySet::assemble(policies, exceptions.collect()), remarks)
     }
+}
+
+/// What a policy's status must say of its `paramKind`, and whether the
+/// policy counts as in force meanwhile.
+fn param_remark(params: &WatchedParams, kind: &ParamKind, namespaced: bool) -> Option<(Refusal, bool)> {
+    if let Some(why) = params.unknown(kind) {
+        let message = format!(
+            "spec.paramKind {kind} is not served by the API server ({why}); requests it judges fail by its failure \
+             policy until it is"
+        );
+        return Some((Refusal::new(UNKNOWN_PARAM_KIND, message), true));
+    }
+    if !params.settled(kind) {
+        let message = format!("waiting for the objects of spec.paramKind {kind} to be listed");
+        return Some((Refusal::new(PENDING, message), false));
+    }
+    if namespaced && matches!(params.scope(kind), Ok(Scope::Cluster)) {
+        let message = format!(
+            "spec.paramKind {kind} is cluster-scoped: a NamespacedValidatorPolicy reads parameters of its own \
+             namespace only"
+        );
+        return Some((Refusal::new(OUT_OF_NAMESPACE, message), false));
+    }
+    None
 }

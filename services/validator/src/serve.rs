@@ -16,7 +16,7 @@ use crate::cluster::Catalogs;
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
-use crate::params::{ParamKind, WatchedParams};
+use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
 use crate::webhook::{NoNamespaces, Validator};
 
@@ -76,18 +76,17 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         None
     };
     let first = initial.as_ref().map(|(_, p)| p.param_kinds()).unwrap_or_default();
-    let (namespaces, params, ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) = match &client
-    {
-        Some(client) if args.watch_namespaces => {
-            let watched = WatchedNamespaces::start(client.clone(), shutdown.clone());
-            let params = WatchedParams::new(client.clone(), shutdown.clone());
-            params.watch(first);
-            let (ready_namespaces, ready_params) = (watched.clone(), params.clone());
-            let ready: ReadyCheck = Arc::new(move || ready_namespaces.is_ready() && ready_params.is_ready());
-            (Arc::new(watched), Some(params), ready)
-        }
-        _ => (Arc::new(NoNamespaces), None, Arc::new(|| true)),
-    };
+    let (namespaces, params, namespaces_ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) =
+        match &client {
+            Some(client) if args.watch_namespaces => {
+                let watched = WatchedNamespaces::start(client.clone(), shutdown.clone());
+                let params = WatchedParams::new(client.clone(), shutdown.clone());
+                params.watch(first);
+                let ready_namespaces = watched.clone();
+                (Arc::new(watched), Some(params), Arc::new(move || ready_namespaces.is_ready()))
+            }
+            _ => (Arc::new(NoNamespaces), None, Arc::new(|| true)),
+        };
     let workers = Workers::new(args.evaluation_threads).context("starting the evaluation threads")?;
     let (initial, policies) = match initial {
         Some((contents, policies)) => (Some(contents), policies),
@@ -104,8 +103,16 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         resource_metrics.register(registry);
     });
     let target = validator.clone();
+    let mut retire = None;
     let ready = match (source, initial, client) {
+        // With files, the replica waits for every paramKind's objects (they
+        // are the files' whole set); with resources, each policy's status
+        // waits for its own, and one policy's paramKind (a namespace's,
+        // perhaps) cannot hold the whole webhook unready.
         (Source::Files(paths), Some(initial), _) => {
+            let params_ready = params.clone();
+            let ready: ReadyCheck =
+                Arc::new(move || namespaces_ready() && params_ready.as_ref().is_none_or(|p| p.is_ready()));
             let cost_limit = args.policy.cel_cost_limit;
             let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
             let reload = args.reload.interval;
@@ -132,8 +139,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
             }
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
-                let unknown = |kind: &ParamKind| params.as_ref().and_then(|p| p.unknown(kind));
-                let (set, remarks) = swap_catalogs.set(unknown);
+                let (set, remarks) = swap_catalogs.set(params.as_deref());
                 log_policies("policies in force", &set);
                 if let Some(params) = &params {
                     params.watch(set.param_kinds());
@@ -156,12 +162,18 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 resource_metrics,
                 shutdown.clone(),
             );
-            let loaded = loader.ready_flag();
-            Arc::new(move || loaded.load(std::sync::atomic::Ordering::Acquire) && ready())
+            let loaded = loader.ready_check();
+            let ready: ReadyCheck = Arc::new(move || loaded() && namespaces_ready());
+            retire = Some(loader);
+            ready
         }
         _ => anyhow::bail!("watching the resources needs the Kubernetes API"),
     };
-    serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await?;
+    let served = serve_webhook("validator", "/validate", &args.serve, validator, metrics, ready, shutdown).await;
+    if let Some(loader) = retire {
+        loader.retire().await;
+    }
+    served?;
     Ok(())
 }
 

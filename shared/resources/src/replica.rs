@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::WatchedKind;
+use crate::catalog::ObjectState;
 use crate::run::Remark;
 use crate::status::Refusal;
 
@@ -87,6 +87,51 @@ impl Held {
     }
 }
 
+/// The report's entries: what the catalogs held (`states`, read before the
+/// swap) with what the swap refused or remarked.
+pub fn held(states: Vec<(&'static str, Vec<ObjectState>)>, remarks: &[Remark]) -> Vec<Held> {
+    states
+        .into_iter()
+        .flat_map(|(kind, objects)| {
+            objects.into_iter().map(move |o| {
+                let remark = remarks.iter().find(|r| r.kind == kind && r.key == o.key);
+                let enforced = match remark {
+                    Some(r) if !r.in_force => None,
+                    _ => o.enforced,
+                };
+                let refusal = o.refusal.or_else(|| remark.map(|r| r.refusal.clone()));
+                Held {
+                    kind: kind.to_owned(),
+                    namespace: o.key.namespace,
+                    name: o.key.name,
+                    uid: o.uid,
+                    generation: o.generation,
+                    enforced,
+                    reason: refusal.as_ref().map(|r| r.reason.clone()),
+                    message: refusal.map(|r| clip(r.message)),
+                }
+            })
+        })
+        .collect()
+}
+
+/// The longest refusal message a report keeps per object: a report holds
+/// every object, and must stay far below the API's object size limit
+/// whatever the objects' authors write (the status has the whole message).
+const MAX_MESSAGE: usize = 1024;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
 /// Who this replica is.
 #[derive(Debug, Clone)]
 pub struct Identity {
@@ -127,38 +172,10 @@ impl Reporter {
         Self { api: Api::namespaced(client, &identity.namespace), identity, heartbeat: 0 }
     }
 
-    /// Writes what `kinds` hold now (server-side apply, one field manager).
-    /// `remarks` are what the set refused or holds with a problem.
-    pub async fn write(
-        &mut self,
-        kinds: &[std::sync::Arc<dyn WatchedKind>],
-        remarks: &[Remark],
-        ready: bool,
-    ) -> Result<(), kube::Error> {
+    /// Writes `objects`, what the replica enforces (server-side apply, one
+    /// field manager).
+    pub async fn write(&mut self, objects: Vec<Held>, ready: bool) -> Result<(), kube::Error> {
         self.heartbeat += 1;
-        let objects = kinds
-            .iter()
-            .flat_map(|kind| {
-                kind.objects().into_iter().map(|o| {
-                    let remark = remarks.iter().find(|r| r.kind == kind.kind() && r.key == o.key);
-                    let enforced = match remark {
-                        Some(r) if !r.in_force => None,
-                        _ => o.enforced,
-                    };
-                    let refusal = o.refusal.or_else(|| remark.map(|r| r.refusal.clone()));
-                    Held {
-                        kind: kind.kind().to_owned(),
-                        namespace: o.key.namespace,
-                        name: o.key.name,
-                        uid: o.uid,
-                        generation: o.generation,
-                        enforced,
-                        reason: refusal.as_ref().map(|r| r.reason.clone()),
-                        message: refusal.map(|r| r.message),
-                    }
-                })
-            })
-            .collect();
         let owner = self.identity.pod_uid.as_ref().map(|uid| OwnerReference {
             api_version: "v1".into(),
             kind: "Pod".into(),

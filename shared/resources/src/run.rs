@@ -2,17 +2,16 @@
 //! then report what is in force; and, on the replica holding the Lease,
 //! the status writer.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use portcullis_lease::Election;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Key, WatchedKind};
+use crate::catalog::{Key, ObjectState, WatchedKind};
 use crate::metrics::ResourceMetrics;
-use crate::replica::{HEARTBEAT, Identity, Reporter};
+use crate::replica::{self, HEARTBEAT, Identity, Reporter};
 use crate::status::Refusal;
 use crate::writer;
 
@@ -39,16 +38,29 @@ pub struct Remark {
 /// How long a failed report write waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// A replica whose last report is older than this is not ready: the
+/// status writer stops counting it at [`crate::writer`]'s 30 s, and by
+/// then the replica must no longer get traffic (it may be cut off from
+/// the API, and so from changes).
+const STALE: Duration = Duration::from_secs(2 * HEARTBEAT.as_secs());
+
 /// One replica's watched kinds and what it does when they change.
-#[derive(Debug)]
 pub struct Loader {
-    ready: Arc<AtomicBool>,
+    reported: Arc<Mutex<Option<Instant>>>,
+    client: kube::Client,
+    identity: Identity,
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loader").field("identity", &self.identity).finish_non_exhaustive()
+    }
 }
 
 impl Loader {
     /// Starts the loop for `kinds` (whose catalogs wake `changed`) and the
     /// status writer's election. The replica is ready once every kind is
-    /// listed, swapped in and reported.
+    /// listed, swapped in and reported, and while its reports get through.
     pub fn start(
         client: kube::Client,
         identity: Identity,
@@ -58,7 +70,7 @@ impl Loader {
         metrics: ResourceMetrics,
         shutdown: CancellationToken,
     ) -> Self {
-        let ready = Arc::new(AtomicBool::new(false));
+        let reported = Arc::new(Mutex::new(None));
         let election = Election::new(
             identity.namespace.clone(),
             format!("portcullis-{}-status", identity.webhook),
@@ -69,27 +81,27 @@ impl Loader {
         tokio::spawn(election.run(client.clone(), shutdown.clone(), move |leading| {
             writer::run(writer_client.clone(), writer_identity.clone(), writer_kinds.clone(), leading)
         }));
-        tokio::spawn(report_loop(
-            Reporter::new(client, identity),
-            kinds,
-            changed,
-            swap,
-            metrics,
-            ready.clone(),
-            shutdown,
-        ));
-        Self { ready }
+        let reporter = Reporter::new(client.clone(), identity.clone());
+        tokio::spawn(report_loop(reporter, kinds, changed, swap, metrics, reported.clone(), shutdown));
+        Self { reported, client, identity }
     }
 
-    /// Whether this replica has every kind listed, swapped in and reported.
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+    /// The readiness check: every kind listed, swapped in and reported,
+    /// the last report less than [`STALE`] old.
+    pub fn ready_check(&self) -> impl Fn() -> bool + Send + Sync + 'static {
+        let reported = self.reported.clone();
+        move || lock(&reported).is_some_and(|at| at.elapsed() < STALE)
     }
 
-    /// A handle to the readiness flag.
-    pub fn ready_flag(&self) -> Arc<AtomicBool> {
-        self.ready.clone()
+    /// Deletes this replica's report, once it serves no more (after the
+    /// drain): the status writer then stops waiting for it.
+    pub async fn retire(&self) {
+        Reporter::new(self.client.clone(), self.identity.clone()).remove().await;
     }
+}
+
+fn lock(reported: &Mutex<Option<Instant>>) -> std::sync::MutexGuard<'_, Option<Instant>> {
+    reported.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 async fn report_loop(
@@ -98,25 +110,31 @@ async fn report_loop(
     changed: Arc<Notify>,
     swap: Swap,
     metrics: ResourceMetrics,
-    ready: Arc<AtomicBool>,
+    reported: Arc<Mutex<Option<Instant>>>,
     shutdown: CancellationToken,
 ) {
     let mut dirty = true;
-    let mut remarks = Vec::new();
+    let mut held = Vec::new();
     loop {
         let synced = kinds.iter().all(|k| k.is_synced());
-        if synced && dirty {
-            remarks = swap();
+        if dirty {
+            // What the catalogs hold is read before the swap, so that the
+            // report never claims more than the swapped set enforces (a
+            // change in between is swapped and reported on the next pass).
+            let states = snapshot(&kinds);
+            let remarks = if synced { swap() } else { Vec::new() };
             metrics.update(&kinds, &remarks);
-            dirty = false;
+            held = replica::held(states, &remarks);
+            dirty = !synced;
         }
-        let wait = match reporter.write(&kinds, &remarks, synced).await {
-            Ok(()) => {
-                if synced && !ready.swap(true, Ordering::AcqRel) {
-                    tracing::info!("every policy kind is listed, in force and reported: ready");
+        let wait = match reporter.write(held.clone(), synced).await {
+            Ok(()) if synced => {
+                if lock(&reported).replace(Instant::now()).is_none() {
+                    tracing::info!("every kind is listed, in force and reported: ready");
                 }
                 HEARTBEAT
             }
+            Ok(()) => HEARTBEAT,
             Err(err) => {
                 tracing::warn!(error = %portcullis_telemetry::error_chain(&err), "could not write this replica's report; retrying");
                 RETRY
@@ -125,12 +143,13 @@ async fn report_loop(
         tokio::select! {
             () = changed.notified() => dirty = true,
             () = tokio::time::sleep(wait) => {}
-            () = shutdown.cancelled() => {
-                reporter.remove().await;
-                return;
-            }
+            () = shutdown.cancelled() => return,
         }
     }
+}
+
+fn snapshot(kinds: &[Arc<dyn WatchedKind>]) -> Vec<(&'static str, Vec<ObjectState>)> {
+    kinds.iter().map(|k| (k.kind(), k.objects())).collect()
 }
 
 /// Swaps the caller's set after every change of `kinds`, once all are

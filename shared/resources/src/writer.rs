@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt as _, stream};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -56,8 +56,11 @@ pub(crate) async fn run(
         EventReporter { controller: identity.manager(), instance: Some(identity.name.clone()) },
     );
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
-    let mut written: HashMap<(&'static str, Key), ResourceStatus> = HashMap::new();
-    let mut tick = tokio::time::interval(HEARTBEAT / 2);
+    let mut written = Written::new();
+    // Nothing is judged before every report has been listed once: a
+    // writer that has seen one replica of two must not call it all.
+    let mut listed = false;
+    let mut tick = tokio::time::interval_at(Instant::now() + HEARTBEAT / 2, HEARTBEAT / 2);
     loop {
         tokio::select! {
             () = leading.cancelled() => return,
@@ -68,8 +71,11 @@ pub(crate) async fn run(
                 Some(Ok(Event::Init)) => {}
                 Some(Ok(Event::Apply(report) | Event::InitApply(report))) => note(&mut seen, report),
                 Some(Ok(Event::Delete(report))) => { seen.remove(&report.metadata.name.clone().unwrap_or_default()); }
-                Some(Ok(Event::InitDone)) => {}
+                Some(Ok(Event::InitDone)) => listed = true,
             },
+        }
+        if !listed {
+            continue;
         }
         let now = Instant::now();
         seen.retain(|name, s| {
@@ -79,9 +85,21 @@ pub(crate) async fn run(
             }
             live
         });
-        reconcile(&client, &identity, &kinds, &seen, &mut written, &recorder).await;
+        // Leadership can end in the middle of a pass: its writes stop there.
+        tokio::select! {
+            () = leading.cancelled() => return,
+            () = reconcile(&client, &identity, &kinds, &seen, &mut written, &recorder) => {}
+        }
     }
 }
+
+/// What this writer wrote and the watch may not show yet, by object (with
+/// its uid: a re-created object is another one); dropped once the watch
+/// shows it, so a status changed by anyone else is written again.
+type Written = HashMap<Id, (String, ResourceStatus)>;
+
+/// An object: its kind and key.
+type Id = (&'static str, Key);
 
 fn note(seen: &mut BTreeMap<String, Seen>, report: WebhookReplica) {
     let name = report.metadata.name.clone().unwrap_or_default();
@@ -99,7 +117,7 @@ async fn reconcile(
     identity: &Identity,
     kinds: &[Arc<dyn WatchedKind>],
     seen: &BTreeMap<String, Seen>,
-    written: &mut HashMap<(&'static str, Key), ResourceStatus>,
+    written: &mut Written,
     recorder: &Recorder,
 ) {
     let ready: Vec<(&str, HeldBy<'_>)> = seen
@@ -113,7 +131,7 @@ async fn reconcile(
         .collect();
     let now = Timestamp::now();
     let mut writes = Vec::new();
-    let mut kept = HashMap::new();
+    let mut pending = Written::new();
     for kind in kinds {
         for object in kind.objects() {
             let views: Vec<View<'_>> = ready
@@ -127,22 +145,52 @@ async fn reconcile(
                 })
                 .collect();
             let desired = verdict::desired(&object, &views, now);
-            let id = (kind.kind(), object.key.clone());
-            let current = written.get(&id).or(object.status.as_ref());
-            if current.is_none_or(|c| !verdict::same(c, &desired)) {
-                writes.push((kind.clone(), object, desired.clone()));
+            let id: Id = (kind.kind(), object.key.clone());
+            if object.status.as_ref().is_some_and(|c| verdict::same(c, &desired)) {
+                continue;
             }
-            kept.insert(id, desired);
+            match written.remove(&id) {
+                Some((uid, w)) if uid == object.uid && verdict::same(&w, &desired) => {
+                    pending.insert(id, (uid, w));
+                }
+                _ => writes.push((id, kind.clone(), object, desired)),
+            }
         }
     }
-    *written = kept;
     let manager = identity.manager();
-    stream::iter(writes)
-        .for_each_concurrent(CONCURRENT_WRITES, |(kind, object, desired)| {
-            let (client, manager) = (client.clone(), manager.clone());
-            async move { write(&client, &manager, kind.as_ref(), &object, &desired, recorder).await }
-        })
-        .await;
+    // A few at a time, each write owning what it needs.
+    let mut done = Vec::with_capacity(writes.len());
+    for batch in writes.chunks(CONCURRENT_WRITES) {
+        let mut started = Vec::with_capacity(batch.len());
+        for (id, kind, object, desired) in batch {
+            started.push(write_one(
+                client.clone(),
+                manager.clone(),
+                recorder.clone(),
+                id.clone(),
+                kind.clone(),
+                object.clone(),
+                desired.clone(),
+            ));
+        }
+        done.extend(futures::future::join_all(started).await);
+    }
+    pending.extend(done.into_iter().flatten());
+    *written = pending;
+}
+
+/// [`write`]s one status; what was written, for [`Written`].
+async fn write_one(
+    client: kube::Client,
+    manager: String,
+    recorder: Recorder,
+    id: Id,
+    kind: Arc<dyn WatchedKind>,
+    object: ObjectState,
+    desired: ResourceStatus,
+) -> Option<(Id, (String, ResourceStatus))> {
+    let ok = write(&client, &manager, kind.as_ref(), &object, &desired, &recorder).await;
+    ok.then_some((id, (object.uid, desired)))
 }
 
 async fn write(
@@ -152,22 +200,29 @@ async fn write(
     object: &ObjectState,
     desired: &ResourceStatus,
     recorder: &Recorder,
-) {
+) -> bool {
     let resource =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, kind.kind()), kind.plural());
     let api: Api<DynamicObject> = match &object.key.namespace {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
         None => Api::all_with(client.clone(), &resource),
     };
-    let patch = json!({ "apiVersion": API_VERSION, "kind": kind.kind(), "status": desired });
+    // The uid makes the write fail on an object re-created under the same
+    // name, which this status does not describe.
+    let patch = json!({
+        "apiVersion": API_VERSION,
+        "kind": kind.kind(),
+        "metadata": {"name": object.key.name, "uid": object.uid},
+        "status": desired,
+    });
     let params = PatchParams::apply(manager).force();
     if let Err(err) = api.patch_status(&object.key.name, &params, &Patch::Apply(&patch)).await {
         tracing::warn!(kind = kind.kind(), object = %object.key, error = %err, "writing the status failed; retried on the next pass");
-        return;
+        return false;
     }
     let (Some(new), previous) = (desired.conditions.first(), object.status.as_ref().and_then(|s| s.conditions.first()))
     else {
-        return;
+        return true;
     };
     tracing::info!(kind = kind.kind(), object = %object.key, ready = %new.status, reason = %new.reason, "status written");
     let refused = new.type_ == READY && new.status == "False" && new.reason != "Pending";
@@ -191,4 +246,5 @@ async fn write(
             tracing::warn!(kind = kind.kind(), object = %object.key, error = %err, "could not record the refusal as an Event");
         }
     }
+    true
 }

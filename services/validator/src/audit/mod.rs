@@ -63,7 +63,7 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
             let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
-                update(swap_catalogs.set(|_| None).0);
+                update(swap_catalogs.set(None).0);
                 Vec::new()
             });
             tokio::spawn(follow(catalogs.kinds(), catalogs.changed(), swap, shutdown.clone()));

@@ -93,9 +93,23 @@ impl WatchedParams {
         }
     }
 
-    /// Woken when discovery finds a kind unknown, or finds it after all.
+    /// Woken when discovery finds a kind unknown, or finds it after all,
+    /// and when a kind's objects are first listed.
     pub fn discovered(&self) -> Arc<tokio::sync::Notify> {
         self.discovered.clone()
+    }
+
+    /// Whether `kind`'s objects are listed (or it is known not to exist):
+    /// a policy reading it is then judged as it will be.
+    pub fn settled(&self, kind: &ParamKind) -> bool {
+        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds.get(kind).is_some_and(|watched| {
+            match &*watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
+                State::Discovering => false,
+                State::Unknown(_) => true,
+                State::Watching { .. } => watched.synced.load(Ordering::Relaxed),
+            }
+        })
     }
 
     /// Why `kind` is not served by the API, if discovery says so.
@@ -231,6 +245,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discover
                 Some(Ok(watcher::Event::InitDone)) => {
                     if !watched.synced.swap(true, Ordering::Relaxed) {
                         tracing::info!(param_kind = %kind, objects = store.state().len(), "parameter objects are in memory");
+                        discovered.notify_one();
                     }
                 }
                 Some(Ok(_)) => {}
