@@ -43,20 +43,19 @@ impl Config {
     /// name, each from [`compile_config`]) make together, and the objects
     /// refused for contradicting another (reason [`CONFLICT`]).
     ///
-    /// Objects are taken in order of name, `InjectionTemplate`s first; of
-    /// two that contradict each other the later one is refused, whole, and
-    /// the earlier one stays in force. An `InjectorConfig` whose
+    /// Objects are taken in the order given (the cluster gives them oldest
+    /// first), `InjectionTemplate`s first; of two that contradict each
+    /// other the later one is refused, whole, and the earlier one stays in
+    /// force: a newcomer cannot displace what is in force. An `InjectorConfig` whose
     /// `defaultTemplates` names a template no accepted object defines is
     /// refused too.
     ///
     /// [`compile_template`]: crate::compile::compile_template
     /// [`compile_config`]: crate::compile::compile_config
     pub fn assemble(
-        mut templates: Vec<Arc<Template>>,
-        mut configs: Vec<(String, Arc<ConfigPart>)>,
+        templates: Vec<Arc<Template>>,
+        configs: Vec<(String, Arc<ConfigPart>)>,
     ) -> (Config, Vec<(Source, Refusal)>) {
-        templates.sort_by(|a, b| a.name.cmp(&b.name));
-        configs.sort_by(|a, b| a.0.cmp(&b.0));
         let units = templates
             .iter()
             .map(|t| Unit::template(Source::Template(t.name.clone()), t))
@@ -266,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn objects_in_any_order_make_one_configuration() {
+    fn objects_are_taken_in_the_order_given() {
         let templates = vec![template("log", "shipper"), template("proxy", "envoy")];
         let configs = vec![
             config("mirrors", json!({"imageRewrites": [{"prefix": "docker.io/", "replacement": "m/"}]})),
@@ -277,8 +276,14 @@ mod tests {
         assert_eq!(names(&config), ["log", "proxy"]);
         assert_eq!(config.default_templates, ["proxy"]);
         assert_eq!(config.image_rewrites.len(), 1);
-        let reversed = Config::assemble(templates.into_iter().rev().collect(), configs.into_iter().rev().collect());
-        assert_eq!(reversed.0, config);
+        let (reversed, refusals) =
+            Config::assemble(templates.into_iter().rev().collect(), configs.into_iter().rev().collect());
+        assert!(refusals.is_empty(), "{refusals:?}");
+        assert_eq!(names(&reversed), ["proxy", "log"]);
+        assert_eq!(
+            (reversed.default_templates, reversed.image_rewrites),
+            (config.default_templates, config.image_rewrites)
+        );
     }
 
     #[test]
@@ -306,13 +311,13 @@ mod tests {
     #[test]
     fn a_container_injected_by_two_templates_refuses_the_later_template() {
         let (config, refusals) = Config::assemble(vec![template("b", "envoy"), template("a", "envoy")], vec![]);
-        assert_eq!(names(&config), ["a"]);
+        assert_eq!(names(&config), ["b"]);
         assert_eq!(
             refused(&refusals),
             [(
-                "InjectionTemplate \"b\"".to_owned(),
+                "InjectionTemplate \"a\"".to_owned(),
                 "Conflict",
-                "container \"envoy\" is injected by both template \"a\" and template \"b\""
+                "container \"envoy\" is injected by both template \"b\" and template \"a\""
             )]
         );
     }
@@ -329,13 +334,14 @@ mod tests {
         assert_eq!(
             refused(&refusals),
             [(
-                "InjectorConfig \"z\"".to_owned(),
+                "InjectorConfig \"a\"".to_owned(),
                 "Conflict",
-                "defaults.imagePullPolicy is set in both InjectorConfig \"a\" and InjectorConfig \"z\""
+                "defaults.imagePullPolicy is set in both InjectorConfig \"z\" and InjectorConfig \"a\""
             )]
         );
-        assert_eq!(config.defaults.image_pull_policy, Some(crate::config::PullPolicy::Always));
-        assert!(config.default_templates.is_empty(), "nothing of the refused object is in force");
+        assert_eq!(config.defaults.image_pull_policy, Some(crate::config::PullPolicy::Never));
+        assert_eq!(config.default_templates, ["proxy"], "the earlier object stays in force");
+        assert!(config.defaults.labels.is_empty(), "nothing of the refused object is in force");
     }
 
     #[test]

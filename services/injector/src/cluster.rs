@@ -2,7 +2,7 @@
 //! `portcullis.dev` resources, watched (`--watch-resources`): each object
 //! compiled on its own, with the same code as files, and the configuration
 //! assembled from the compiled objects after every change; of two objects
-//! that contradict each other the later one (by name) is refused
+//! that contradict each other the newer one is refused
 //! ([`portcullis_resources`]).
 
 use std::sync::Arc;
@@ -64,8 +64,8 @@ impl Catalogs {
 
     /// The configuration in force, and the objects it had to leave out.
     pub fn config(&self) -> (Config, Vec<Remark>) {
-        let templates = self.templates.in_force().into_iter().map(|(_, t)| t).collect();
-        let configs = self.configs.in_force().into_iter().map(|(key, part)| (key.name, part)).collect();
+        let templates = self.templates.in_force_by_age().into_iter().map(|(_, t)| t).collect();
+        let configs = self.configs.in_force_by_age().into_iter().map(|(key, part)| (key.name, part)).collect();
         let (config, refused) = Config::assemble(templates, configs);
         let remarks = refused
             .into_iter()

@@ -75,6 +75,7 @@ pub trait WatchedKind: Send + Sync + fmt::Debug {
 
 struct Entry<C> {
     uid: String,
+    created: Option<k8s_openapi::jiff::Timestamp>,
     generation: i64,
     enforced: Option<(i64, Arc<C>)>,
     refusal: Option<Refusal>,
@@ -185,6 +186,19 @@ where
             .collect()
     }
 
+    /// [`Catalog::in_force`] oldest first (by `creationTimestamp`, then
+    /// key): where objects can contradict each other, the one that came
+    /// first keeps its place.
+    pub fn in_force_by_age(&self) -> Vec<(Key, Arc<C>)> {
+        let entries = self.lock();
+        let mut aged: Vec<_> = entries
+            .iter()
+            .filter_map(|(key, entry)| entry.enforced.as_ref().map(|(_, c)| (entry.created, key.clone(), c.clone())))
+            .collect();
+        aged.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        aged.into_iter().map(|(_, key, c)| (key, c)).collect()
+    }
+
     /// The entry for `object`, and whether it was compiled: only when its
     /// uid or generation changed; otherwise only its status is updated.
     async fn load(&self, object: &K, compile: &Compile<K, C>, status_of: StatusOf<K>) -> (Key, Entry<C>, bool) {
@@ -192,6 +206,7 @@ where
         let uid = object.uid().unwrap_or_default();
         let generation = object.meta().generation.unwrap_or_default();
         let status = status_of(object);
+        let created = object.meta().creation_timestamp.as_ref().map(|t| t.0);
         let previous = {
             let entries = self.lock();
             entries.get(&key).filter(|e| e.uid == uid).map(|e| (e.generation, e.enforced.clone(), e.refusal.clone()))
@@ -199,7 +214,8 @@ where
         if let Some((seen, enforced, refusal)) = &previous
             && *seen == generation
         {
-            let entry = Entry { uid, generation, enforced: enforced.clone(), refusal: refusal.clone(), status };
+            let entry =
+                Entry { uid, created, generation, enforced: enforced.clone(), refusal: refusal.clone(), status };
             return (key, entry, false);
         }
         let (compile, owned) = (compile.clone(), object.clone());
@@ -211,12 +227,19 @@ where
         let entry = match compiled {
             Ok(compiled) => {
                 tracing::info!(kind = self.kind, object = %key, generation, "loaded");
-                Entry { uid, generation, enforced: Some((generation, Arc::new(compiled))), refusal: None, status }
+                Entry {
+                    uid,
+                    created,
+                    generation,
+                    enforced: Some((generation, Arc::new(compiled))),
+                    refusal: None,
+                    status,
+                }
             }
             Err(refusal) => {
                 tracing::warn!(kind = self.kind, object = %key, generation, reason = %refusal.reason,
                     message = %refusal.message, kept = ?last_good.as_ref().map(|(g, _)| g), "refused");
-                Entry { uid, generation, enforced: last_good, refusal: Some(refusal), status }
+                Entry { uid, created, generation, enforced: last_good, refusal: Some(refusal), status }
             }
         };
         (key, entry, true)
