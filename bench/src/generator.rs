@@ -156,9 +156,20 @@ fn parse(buf: &[u8], uid: &[u8]) -> Parsed {
     }
 }
 
-/// Where `needle` first occurs in `haystack`.
+/// Where `needle` first occurs in `haystack` (`None` for an empty needle).
+/// Scans for the first byte and compares only there: an answer's base64
+/// patch holds no `"`, so checking a 2.7 KB answer costs a fraction of a µs,
+/// where comparing a window at every offset cost several.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    let (&first, rest) = needle.split_first()?;
+    let mut at = 0;
+    loop {
+        let start = at + haystack.get(at..)?.iter().position(|&b| b == first)?;
+        if haystack[start + 1..].starts_with(rest) {
+            return Some(start);
+        }
+        at = start + 1;
+    }
 }
 
 /// `concurrency` workers, each on its own connection with one request in
@@ -246,6 +257,14 @@ mod tests {
         let answer = answer.as_bytes();
         assert_eq!(parse(answer, UID), Parsed::Complete { len: answer.len(), right: true });
         assert_eq!(parse(&answer[..answer.len() - 2], UID), Parsed::Incomplete);
+    }
+
+    #[test]
+    fn finds_the_first_occurrence() {
+        assert_eq!(super::find(b"abcabd", b"abd"), Some(3));
+        assert_eq!(super::find(b"abcab", b"abd"), None);
+        assert_eq!(super::find(b"ab", b""), None);
+        assert_eq!(super::find(b"", b"a"), None);
     }
 
     #[test]
