@@ -454,3 +454,43 @@ fn loud(what: &str) {
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(names: &[&'static str]) -> Report {
+        let mut report = Report::new(Settings {
+            smoke: true,
+            rounds: 1,
+            webhook_seconds: 1.0,
+            webhook_concurrency: 2,
+            api_seconds: 1.0,
+            api_concurrency: 2,
+            containers: 2,
+        });
+        let rows = names
+            .iter()
+            .map(|&name| {
+                let mut row = Row::new(name);
+                row.rounds.push(Summary { requests: 10, rate: 10.0, server_cpu_us: Some(50.0), ..Summary::default() });
+                row
+            })
+            .collect();
+        report.add(Level::Webhook, rows);
+        report
+    }
+
+    #[test]
+    fn smoke_fails_loudly_without_the_generator_check() {
+        let error = report(&[check::INJECTOR, check::NOOP]).check_smoke().expect_err("no bare server");
+        assert!(error.to_string().contains("GENERATOR CHECK MISSING"), "{error}");
+    }
+
+    #[test]
+    fn smoke_passes_with_the_check_however_slow_the_generator() {
+        // Every contender as fast as the generator: all generator-bound, which
+        // debug binaries may well be; the smoke run does not fail for it.
+        report(&[check::BARE, check::INJECTOR, check::NOOP]).check_smoke().expect("the check ran");
+    }
+}
