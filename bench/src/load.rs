@@ -1,8 +1,8 @@
 //! Closed-loop load: `concurrency` workers, each sending its next request as
 //! soon as the previous one is answered, for a fixed time; every latency is
-//! kept. The same loop drives a webhook over HTTPS (the `load` command, a
-//! process of its own pinned to its own core) and pod creates through the
-//! API server.
+//! kept: pod creates through the API server. A webhook is driven by the same
+//! kind of loop with a generator of its own (`generator.rs`; the `load`
+//! command, a process of its own pinned to its own core).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ where
     summarise(latencies, failures, duration)
 }
 
-fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summary {
+pub(crate) fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summary {
     latencies.sort_unstable();
     let quantile = |q: f64| {
         let at = ((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1);
@@ -106,38 +106,11 @@ fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Duration) -> Summ
     }
 }
 
-/// `portcullis-bench load`: prints the [`Summary`] as one JSON line.
+/// `portcullis-bench load`: drives the generator (`generator.rs`) and
+/// prints the [`Summary`] as one JSON line.
 pub(crate) async fn main(args: Args) -> anyhow::Result<()> {
-    let ca = reqwest::Certificate::from_pem(&std::fs::read(&args.ca)?)?;
-    let body = axum::body::Bytes::from(std::fs::read(&args.body)?);
-    let clients = (0..args.concurrency)
-        .map(|_| {
-            reqwest::Client::builder()
-                .tls_built_in_root_certs(false)
-                .add_root_certificate(ca.clone())
-                .pool_max_idle_per_host(1)
-                .timeout(Duration::from_secs(10))
-                .build()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let url = args.url;
-    let summary = measure(args.concurrency, Duration::from_secs_f64(args.seconds), move |worker| {
-        let request = clients[worker].post(&url).header("content-type", "application/json").body(body.clone());
-        async move {
-            match request.send().await {
-                Ok(response) if response.status().is_success() => {
-                    response.bytes().await.is_ok_and(|b| contains(&b, b"\"allowed\":true"))
-                }
-                _ => false,
-            }
-        }
-    })
-    .await;
+    let target = crate::generator::Target::new(&args.url, &std::fs::read(&args.ca)?, &std::fs::read(&args.body)?)?;
+    let summary = crate::generator::run(target, args.concurrency, Duration::from_secs_f64(args.seconds)).await;
     println!("{}", serde_json::to_string(&summary)?);
     Ok(())
-}
-
-/// Whether `needle` occurs in `haystack`.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }

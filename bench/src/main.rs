@@ -17,7 +17,10 @@
 #![forbid(unsafe_code)]
 
 mod apiserver;
+mod bare;
+mod check;
 mod fixtures;
+mod generator;
 mod load;
 mod report;
 mod run;
@@ -38,7 +41,7 @@ struct Cli {
 enum Command {
     /// Runs the whole benchmark and writes the report.
     Run(run::Args),
-    /// Serves a reference webhook (the floor or the no-op ceiling).
+    /// Serves a reference webhook (the floor, the no-op ceiling or the bare server).
     Serve(servers::Args),
     /// Sends keep-alive HTTPS load to one URL and prints the result as JSON.
     Load(load::Args),
@@ -46,11 +49,13 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
-        Command::Run(args) => runtime.block_on(run::run(args)),
-        Command::Serve(args) => runtime.block_on(servers::serve(args)),
-        Command::Load(args) => runtime.block_on(load::main(args)),
+        Command::Run(args) => tokio::runtime::Runtime::new()?.block_on(run::run(args)),
+        Command::Serve(args) => tokio::runtime::Runtime::new()?.block_on(servers::serve(args)),
+        // One thread: the generator's core does nothing but the load.
+        Command::Load(args) => {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(load::main(args))
+        }
     }
 }
 

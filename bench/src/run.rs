@@ -10,7 +10,7 @@ use portcullis_e2e::Process;
 
 use crate::load::Summary;
 use crate::report::{Level, Report, Row, Settings};
-use crate::{apiserver, fixtures};
+use crate::{apiserver, check, fixtures};
 
 /// `portcullis-bench run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -124,17 +124,20 @@ pub(crate) enum Server {
     Floor,
     /// The fixed allow.
     Noop,
+    /// The fixed allow from hyper and rustls alone: the generator check.
+    Bare,
 }
 
 impl Server {
     /// Its name in the report.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Self::Injector => "portcullis-injector",
+            Self::Injector => check::INJECTOR,
             Self::Validator => "portcullis-validator",
-            Self::Peer => "controller-runtime injector (Go)",
-            Self::Floor => "floor: precomputed patch",
-            Self::Noop => "no-op TLS server (ceiling)",
+            Self::Peer => check::PEER,
+            Self::Floor => check::FLOOR,
+            Self::Noop => check::NOOP,
+            Self::Bare => check::BARE,
         }
     }
 
@@ -174,8 +177,12 @@ impl Server {
                 tls(&mut command);
                 (&["webhook"], "/mutate")
             }
-            Self::Floor | Self::Noop => {
-                let reference = if self == Self::Floor { "floor" } else { "noop" };
+            Self::Floor | Self::Noop | Self::Bare => {
+                let reference = match self {
+                    Self::Floor => "floor",
+                    Self::Noop => "noop",
+                    _ => "bare",
+                };
                 command.arg(std::env::current_exe()?).args(["serve", reference]);
                 command.args(["--containers", &args.containers.to_string()]);
                 tls(&mut command);
@@ -204,6 +211,7 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
     let webhook = webhook_level(&args, &files).await?;
     report.add(Level::Webhook, webhook);
     report.print_webhook();
+    report.print_generator_check();
     if !args.webhook_only {
         for (level, rows) in apiserver::run(&args, &files).await? {
             report.add(level, rows);
@@ -223,7 +231,8 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The injector and its references under HTTPS load, one at a time: the
-/// server on core 0, the load on core 1 (when there are two cores).
+/// server on core 0, the load on core 1 (when there are two cores). In
+/// every round the bare server comes first: the generator check.
 async fn webhook_level(args: &Args, files: &Files) -> anyhow::Result<Vec<Row>> {
     let pinned = std::thread::available_parallelism().map(|n| n.get() >= 2).unwrap_or(false)
         && Command::new("taskset").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -231,7 +240,7 @@ async fn webhook_level(args: &Args, files: &Files) -> anyhow::Result<Vec<Row>> {
     if !pinned {
         progress("webhook level: fewer than two cores or no taskset: server and load share the machine");
     }
-    let servers = [Server::Injector, Server::Peer, Server::Floor, Server::Noop];
+    let servers = [Server::Bare, Server::Injector, Server::Peer, Server::Floor, Server::Noop];
     let contenders =
         servers.iter().map(|s| s.start(args, files, server_core, None)).collect::<anyhow::Result<Vec<_>>>()?;
     let mut rows: Vec<Row> = contenders.iter().map(|c| Row::new(c.name)).collect();

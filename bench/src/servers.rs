@@ -6,7 +6,9 @@
 //! - `floor` answers the injector's precomputed patch for the benchmark pod,
 //!   copying only the request's uid: the least a mutating webhook can cost
 //!   the API server, so that the cost of a real one can be split into the
-//!   API server's part and its own.
+//!   API server's part and its own;
+//! - `bare` answers a fixed allow on hyper and rustls alone, not on that
+//!   transport (`bare.rs`): what the load generator is measured against.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +29,8 @@ pub(crate) enum Reference {
     Noop,
     /// The injector's patch for the benchmark pod, computed at start.
     Floor,
+    /// A fixed allow from hyper and rustls alone, no framework (`bare.rs`).
+    Bare,
 }
 
 /// `portcullis-bench serve`.
@@ -58,6 +62,12 @@ pub(crate) async fn serve(args: Args) -> anyhow::Result<()> {
             r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":""#.to_owned(),
             r#"","allowed":true}}"#.to_owned(),
         ),
+        Reference::Bare => {
+            let tls = crate::bare::tls_config(&args.tls_cert_file, &args.tls_key_file)?;
+            let listener = tokio::net::TcpListener::bind(args.listen).await?;
+            println!("portcullis-bench Bare listening webhook={}", listener.local_addr()?);
+            return crate::bare::serve(listener, tls).await;
+        }
         Reference::Floor => {
             let patch = crate::fixtures::precomputed_patch(&crate::fixtures::pod(args.containers))?;
             let patch = base64::engine::general_purpose::STANDARD.encode(patch);
@@ -94,7 +104,7 @@ pub(crate) async fn serve(args: Args) -> anyhow::Result<()> {
 /// The request's uid, found by its key in the raw bytes: the API server
 /// writes `"uid":"..."` in the request before the object, and a uid has no
 /// escapes. Nothing else of the request is read.
-fn uid(body: &[u8]) -> Option<&str> {
+pub(crate) fn uid(body: &[u8]) -> Option<&str> {
     const KEY: &[u8] = br#""uid":""#;
     let start = body.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
     let len = body[start..].iter().position(|&b| b == b'"')?;
