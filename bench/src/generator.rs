@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use crate::load::{Summary, summarise};
+use crate::load::Summary;
 
 /// Where to send what, and what a right answer holds.
 pub(crate) struct Target {
@@ -216,14 +216,7 @@ pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration) 
             })
         })
         .collect();
-    let (mut latencies, mut failures) = (Vec::new(), 0);
-    for worker in workers {
-        if let Ok((l, f)) = worker.await {
-            latencies.extend(l);
-            failures += f;
-        }
-    }
-    summarise(latencies, failures, duration)
+    crate::load::gather(workers, duration).await
 }
 
 #[cfg(test)]

@@ -80,6 +80,11 @@ where
             })
         })
         .collect();
+    gather(workers, duration).await
+}
+
+/// Every worker's latencies and failures, summarised.
+pub(crate) async fn gather(workers: Vec<tokio::task::JoinHandle<(Vec<u32>, u64)>>, duration: Duration) -> Summary {
     let (mut latencies, mut failures) = (Vec::new(), 0);
     for worker in workers {
         if let Ok((l, f)) = worker.await {

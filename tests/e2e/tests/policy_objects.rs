@@ -3,8 +3,8 @@
 //! --for=condition=Ready`, then the very next request is judged by that
 //! generation in every replica; a broken policy affects only itself; a
 //! namespaced policy stays in its namespace; exceptions live where they
-//! apply; a team's `edit` role reaches its namespace's policies only;
-//! deletion, and an API server restart.
+//! apply; deletion, and an API server restart. (What a team's `edit` role
+//! reaches is tested in `deploy.rs`, with the shipped roles.)
 //!
 //! One test, run in order, because every validator in a cluster reports to
 //! the same status writer: the two replicas here are the only ones.
@@ -211,43 +211,6 @@ async fn policies_are_objects_with_status_that_means_in_force() {
     .await;
     assert_eq!(reason, "UnknownParamKind");
     ok(cluster().kubectl(&["delete", "validatorpolicy", &params]));
-
-    // A team bound to `edit` in its namespace manages its namespace's
-    // policies, and nothing cluster-wide.
-    ok(cluster().kubectl(&["create", "serviceaccount", "owner", "-n", &team]));
-    ok(cluster().kubectl(&[
-        "create",
-        "rolebinding",
-        "owner-edit",
-        "--clusterrole=edit",
-        "-n",
-        &team,
-        &format!("--serviceaccount={team}:owner"),
-    ]));
-    let owner = format!("--as=system:serviceaccount:{team}:owner");
-    eventually("edit aggregates the Portcullis roles", Duration::from_secs(30), || {
-        let out = cluster().kubectl(&[
-            "auth",
-            "can-i",
-            "create",
-            "namespacedvalidatorpolicies.portcullis.dev",
-            "-n",
-            &team,
-            &owner,
-        ]);
-        out.status.success().then_some(())
-    })
-    .await;
-    let team_policy = format!(
-        "apiVersion: portcullis.dev/v1alpha1\nkind: NamespacedValidatorPolicy\nmetadata: {{name: by-owner, namespace: {team}}}\n\
-         spec:\n  match:\n    resources: [{{apiGroups: [''], resources: [configmaps]}}]\n  validations: [{{expression: 'true'}}]\n"
-    );
-    ok(cluster().kubectl_stdin(&["apply", &owner, "-f", "-"], &team_policy));
-    let cluster_policy = config_map_policy(&format!("{case}-by-owner"), &case, "x", "");
-    let message = err(cluster().kubectl_stdin(&["apply", &owner, "-f", "-"], &cluster_policy));
-    assert!(message.contains("forbidden"), "{message}");
-    let message = err(cluster().kubectl_stdin(&["apply", &owner, "-f", "-"], &team_policy.replace(&team, &other)));
-    assert!(message.contains("forbidden"), "{message}");
 
     // An API server restart: every policy stays in force through it and
     // after it, and changes made after it are picked up.
