@@ -27,6 +27,8 @@ pub struct Finding {
     pub code: u16,
     /// A violation, or a rule that could not be evaluated.
     pub kind: FindingKind,
+    /// The binding, when the policy is a native ValidatingAdmissionPolicy.
+    pub binding: Option<String>,
 }
 
 /// Whether the object broke a rule or the rule could not be judged (an
@@ -121,7 +123,13 @@ pub fn evaluate(
                 continue;
             }
         }
-        if let Some(exception) = exception_for(&set.exceptions, &policy.name, req) {
+        // PolicyExceptions exempt from Portcullis' policies; the API server
+        // knows nothing of them, so a native policy's verdict stands.
+        let exception = match policy.matching.binding() {
+            None => exception_for(&set.exceptions, &policy.name, req),
+            Some(_) => None,
+        };
+        if let Some(exception) = exception {
             let (exception, reason) = (exception.name.clone(), exception.spec.reason.clone());
             exempted.push(Exempted { policy: policy.name.clone(), exception, reason });
             continue;
@@ -203,7 +211,14 @@ fn annotate(all: &mut Vec<(String, String)>, policy: &Policy, annotations: Vec<(
 }
 
 fn finding(policy: &Policy, message: String, code: u16) -> Finding {
-    Finding { policy: policy.name.clone(), action: policy.action, message, code, kind: FindingKind::Violation }
+    Finding {
+        policy: policy.name.clone(),
+        action: policy.action,
+        message,
+        code,
+        kind: FindingKind::Violation,
+        binding: policy.matching.binding().map(str::to_owned),
+    }
 }
 
 /// What the CEL of the matching policies found.
@@ -221,9 +236,18 @@ impl Judged {
             Outcome::NotMatched => return false,
             Outcome::Passed(annotations) => annotate(&mut self.audit_annotations, policy, annotations),
             Outcome::Violations(v, annotations) => {
-                let what = subject.map(|o| describe(req, o)).unwrap_or_default();
-                for (message, reason) in v {
-                    push_once(&mut self.findings, finding(policy, format!("{what}: {message}"), reason.code()));
+                if policy.matching.binding().is_some() {
+                    // In the API server's words: the message alone, and a
+                    // denial says the first failed validation only.
+                    let shown = if policy.action == Action::Deny { 1 } else { v.len() };
+                    for (message, reason) in v.into_iter().take(shown) {
+                        push_once(&mut self.findings, finding(policy, message, reason.code()));
+                    }
+                } else {
+                    let what = subject.map(|o| describe(req, o)).unwrap_or_default();
+                    for (message, reason) in v {
+                        push_once(&mut self.findings, finding(policy, format!("{what}: {message}"), reason.code()));
+                    }
                 }
                 annotate(&mut self.audit_annotations, policy, annotations);
             }

@@ -27,6 +27,7 @@ pub mod evaluate;
 pub mod exception;
 pub mod matching;
 pub mod namespaces;
+pub mod native;
 pub mod offline;
 pub mod params;
 pub mod pods;

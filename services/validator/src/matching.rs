@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::evaluate::NamespaceLabels;
 use crate::exception::Exception;
+use crate::native::matching::NativeMatch;
 
 /// Which requests a policy looks at.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -98,10 +99,53 @@ fn any() -> Vec<String> {
     vec!["*".to_owned()]
 }
 
+/// How a policy selects requests: a `ValidatorPolicy`'s `match`, or a
+/// native ValidatingAdmissionPolicy's constraints with one binding.
+#[derive(Debug, Clone)]
+pub enum Matching {
+    /// A `ValidatorPolicy` or `NamespacedValidatorPolicy`.
+    Portcullis(Match),
+    /// A native policy through one binding (no system namespace left out).
+    Native(Box<NativeMatch>),
+}
+
+impl Matching {
+    /// Whether the policy applies to `req` (see [`Match::applies`] and
+    /// [`NativeMatch::applies`]).
+    pub fn applies(
+        &self,
+        system_namespaces: &[String],
+        namespaces: &dyn NamespaceLabels,
+        req: &Request,
+    ) -> Result<bool, UnknownNamespace> {
+        match self {
+            Self::Portcullis(m) => m.applies(system_namespaces, namespaces, req),
+            Self::Native(m) => m.applies(namespaces, req),
+        }
+    }
+
+    /// Whether the stored objects of a resource can be judged; `None` when
+    /// every resource is selected (see [`Match::selects_resource`]).
+    pub fn selects_resource(&self, group: &str, version: &str, kind: &str, plural: &str) -> Option<bool> {
+        match self {
+            Self::Portcullis(m) => m.selects_resource(group, version, kind, plural),
+            Self::Native(m) => Some(m.selects_resource(group, version, plural)),
+        }
+    }
+
+    /// The binding of a native policy.
+    pub fn binding(&self) -> Option<&str> {
+        match self {
+            Self::Portcullis(_) => None,
+            Self::Native(m) => Some(&m.binding),
+        }
+    }
+}
+
 /// A namespace whose labels the validator has not seen (yet).
 #[derive(Debug, thiserror::Error)]
 #[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
-pub struct UnknownNamespace(String);
+pub struct UnknownNamespace(pub(crate) String);
 
 impl Match {
     /// Whether a policy with this `match` applies to `req`, outside
@@ -173,7 +217,7 @@ impl Match {
 }
 
 /// Looks a label up in `object`'s `metadata.labels`.
-fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
+pub(crate) fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
     let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
     move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
 }

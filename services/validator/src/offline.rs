@@ -14,9 +14,10 @@ use serde_json::Value;
 
 use crate::cli::Check;
 use crate::evaluate::NamespaceLabels;
+use crate::native;
 use crate::params::FileParams;
 use crate::policy::Action;
-use crate::serve::{parse, settings};
+use crate::serve::{Natives, parse, settings};
 use crate::webhook::Validator;
 
 /// Namespaces declared in the manifests themselves, for `namespaceSelector`.
@@ -33,7 +34,7 @@ impl NamespaceLabels for ManifestNamespaces {
 pub fn run(args: &Check) -> anyhow::Result<bool> {
     anyhow::ensure!(!args.policy.paths.is_empty(), "--policy FILE|DIR is required: the policies to check against");
     let contents = watch::read_all(&args.policy.paths).context("reading the policies")?;
-    let policies = parse(&contents, args.policy.cel_cost_limit, &args.policy.exception_namespaces())
+    let policies = parse(&contents, args.policy.cel_cost_limit, &args.policy.exception_namespaces(), Natives::Judged)
         .context("the policies are invalid")?;
     let mut objects = Vec::new();
     for file in &args.files {
@@ -77,7 +78,12 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
                 Action::Warn => "warning",
                 Action::Audit => "audit",
             };
-            writeln!(out, "  {label}: [{}] {}", f.policy, f.message)?;
+            match &f.binding {
+                Some(binding) => {
+                    writeln!(out, "  {label}: {}", native::worded(&f.policy, binding, f.action, &f.message))?
+                }
+                None => writeln!(out, "  {label}: [{}] {}", f.policy, f.message)?,
+            }
         }
         all_allowed &= !decision.is_denied();
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use portcullis_admission::documents::{self, DocumentError, Origin};
+use portcullis_admission::names::API_VERSION;
 use portcullis_admission::selector::SelectorError;
 use portcullis_cel::reads::DataReads;
 use portcullis_resources::Refusal;
@@ -17,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cel::{self, CelError, CelProblem, CelRules};
 use crate::exception::{self, Exception, ExceptionError, ExceptionNamespaces};
-use crate::matching::Match;
+use crate::matching::{Match, Matching};
+use crate::native;
 use crate::params::{ParamKind, ParamSpecError, Params};
 use crate::rules::{Rules, RulesError};
 
@@ -37,6 +39,16 @@ pub enum PolicyError {
     /// A document does not parse or is not valid on its own.
     #[error(transparent)]
     Document(#[from] DocumentError),
+    /// A native ValidatingAdmissionPolicy, with a binding, that the API
+    /// server would refuse or that cannot be judged outside it.
+    #[error(transparent)]
+    Native(#[from] crate::native::NativeError),
+    /// Native policies given to the webhook.
+    #[error(
+        "ValidatingAdmissionPolicy and its bindings are enforced by the API server itself: the webhook does not take \
+         them (give them to `check`, or let `audit` read them)"
+    )]
+    NativeInWebhook,
     /// Two documents define the same policy name.
     #[error("policy {name:?} is defined twice ({first} and {second})")]
     Duplicate {
@@ -217,7 +229,7 @@ pub struct Policy {
     /// What to do when a rule cannot be evaluated.
     pub failure_policy: FailurePolicy,
     /// Which requests it applies to.
-    pub matching: Match,
+    pub matching: Matching,
     /// Built-in rules.
     pub rules: Rules,
     /// CEL match conditions, variables and validations.
@@ -285,7 +297,7 @@ impl Policy {
             namespace,
             action: spec.action,
             failure_policy: spec.failure_policy,
-            matching: spec.matching,
+            matching: Matching::Portcullis(spec.matching),
             rules: spec.rules,
             cel,
             params,
@@ -319,6 +331,9 @@ pub struct PolicySet {
     /// What the CEL expressions of every policy read of the request's
     /// data: all that a request converts into CEL values.
     pub cel_reads: DataReads,
+    /// What the API server accepts in a native policy and a
+    /// `ValidatorPolicy` may not do (an estimated cost over the limit).
+    pub warnings: Vec<String>,
 }
 
 impl PolicySet {
@@ -327,7 +342,7 @@ impl PolicySet {
     pub fn assemble(policies: Vec<Arc<Policy>>, exceptions: Vec<Arc<Exception>>) -> Self {
         let mut cel_reads = DataReads::default();
         policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
-        Self { policies, exceptions, cel_reads }
+        Self { policies, exceptions, cel_reads, warnings: Vec::new() }
     }
 
     /// Parses, checks and compiles every document of every source, with
@@ -353,10 +368,29 @@ impl PolicySet {
         let mut policies: Vec<Arc<Policy>> = Vec::new();
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
         let mut exceptions = Vec::new();
-        for raw in documents::parse_kinds(sources, &[KIND, NAMESPACED_KIND, exception::KIND])? {
-            if raw.kind == exception::KIND {
-                exceptions.push(raw);
-                continue;
+        let (mut native_policies, mut native_bindings) = (Vec::new(), Vec::new());
+        let types = [
+            (API_VERSION, KIND),
+            (API_VERSION, NAMESPACED_KIND),
+            (API_VERSION, exception::KIND),
+            (native::API_VERSION, native::POLICY_KIND),
+            (native::API_VERSION, native::BINDING_KIND),
+        ];
+        for raw in documents::parse_typed(sources, &types)? {
+            match raw.kind.as_str() {
+                exception::KIND => {
+                    exceptions.push(raw);
+                    continue;
+                }
+                native::POLICY_KIND => {
+                    native_policies.push(raw.into_object()?);
+                    continue;
+                }
+                native::BINDING_KIND => {
+                    native_bindings.push(raw.into_object()?);
+                    continue;
+                }
+                _ => {}
             }
             let namespaced = raw.kind == NAMESPACED_KIND;
             let origin = raw.origin.clone();
@@ -408,7 +442,19 @@ impl PolicySet {
             }
             checked.push(Arc::new(exception));
         }
-        Ok(Self::assemble(policies, checked))
+        let natives = native::assemble(&native_policies, &native_bindings, cost_limit);
+        if let Some(refused) = natives.refused.into_iter().next() {
+            return Err(PolicyError::Native(refused));
+        }
+        policies.extend(natives.policies);
+        let mut set = Self::assemble(policies, checked);
+        set.warnings = natives.warnings;
+        Ok(set)
+    }
+
+    /// Whether any policy is a native ValidatingAdmissionPolicy.
+    pub fn has_native(&self) -> bool {
+        self.policies.iter().any(|p| p.matching.binding().is_some())
     }
 
     /// Every `paramKind` a policy reads.

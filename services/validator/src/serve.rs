@@ -53,7 +53,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let initial = match &source {
         Source::Files(paths) => {
             let initial = watch::read_all(paths).context("reading the policies")?;
-            let policies = parse(&initial, args.policy.cel_cost_limit, &exception_namespaces)
+            let policies = parse(&initial, args.policy.cel_cost_limit, &exception_namespaces, Natives::Refused)
                 .context("the policies are invalid")?;
             log_policies("policies loaded", &policies);
             Some((initial, policies))
@@ -114,7 +114,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
             let ready: ReadyCheck =
                 Arc::new(move || namespaces_ready() && params_ready.as_ref().is_none_or(|p| p.is_ready()));
             let cost_limit = args.policy.cel_cost_limit;
-            let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces);
+            let parse =
+                move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces, Natives::Refused);
             let reload = args.reload.interval;
             reload_config(paths, reload, initial, metrics.process.clone(), shutdown.clone(), parse, move |p| {
                 log_policies("policies reloaded", &p);
@@ -190,14 +191,30 @@ pub fn settings(args: &PolicyArgs) -> Settings {
 
 /// Parses every file's documents into one policy set, refusing CEL whose
 /// estimated cost exceeds `cost_limit` and exceptions in namespaces
-/// `exception_namespaces` does not allow.
+/// `exception_namespaces` does not allow. Native ValidatingAdmissionPolicies
+/// are taken where `natives` says they may be judged.
 pub fn parse(
     contents: &watch::Contents,
     cost_limit: u64,
     exception_namespaces: &ExceptionNamespaces,
+    natives: Natives,
 ) -> Result<PolicySet, PolicyError> {
     let sources = contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice()));
-    PolicySet::from_sources_in(sources, cost_limit, exception_namespaces)
+    let set = PolicySet::from_sources_in(sources, cost_limit, exception_namespaces)?;
+    if natives == Natives::Refused && set.has_native() {
+        return Err(PolicyError::NativeInWebhook);
+    }
+    set.warnings.iter().for_each(|warning| tracing::warn!(%warning, "native policy taken with a warning"));
+    Ok(set)
+}
+
+/// Whether files may hold native ValidatingAdmissionPolicies and bindings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Natives {
+    /// `check` and `audit`: judged as the API server judges them.
+    Judged,
+    /// The webhook: the API server enforces them itself.
+    Refused,
 }
 
 fn log_policies(message: &str, set: &PolicySet) {

@@ -119,6 +119,12 @@ pub struct RawDocument {
 }
 
 impl RawDocument {
+    /// The whole document as a `T` (a Kubernetes object type).
+    pub fn into_object<T: DeserializeOwned>(self) -> Result<T, DocumentError> {
+        let Origin { file, doc } = self.origin;
+        serde_yaml::from_value(self.value).map_err(|source| DocumentError::Parse { file, doc, source })
+    }
+
     /// The document as a `Document<S>`.
     pub fn into_document<S: DeserializeOwned>(self) -> Result<Document<S>, DocumentError> {
         let Origin { file, doc } = self.origin;
@@ -132,6 +138,17 @@ pub fn parse_kinds<'a>(
     sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
     kinds: &[&str],
 ) -> Result<Vec<RawDocument>, DocumentError> {
+    let typed: Vec<(&str, &str)> = kinds.iter().map(|kind| (API_VERSION, *kind)).collect();
+    parse_typed(sources, &typed)
+}
+
+/// Reads every non-empty document of every source, each of one of the
+/// `(apiVersion, kind)` pairs of `types` (a file may mix them); any other
+/// is an error.
+pub fn parse_typed<'a>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+    types: &[(&str, &str)],
+) -> Result<Vec<RawDocument>, DocumentError> {
     let mut out = Vec::new();
     for (path, bytes) in sources {
         let file = path.display().to_string();
@@ -143,10 +160,10 @@ pub fn parse_kinds<'a>(
                 continue;
             }
             let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(parse_error)?;
-            if meta.api_version != API_VERSION || !kinds.contains(&meta.kind.as_str()) {
+            if !types.iter().any(|(v, k)| meta.api_version == *v && meta.kind == *k) {
                 return Err(origin.invalid(format!(
-                    "expected apiVersion {API_VERSION} and kind {}, found {:?} {:?}",
-                    kinds.join(" or "),
+                    "expected {}, found {:?} {:?}",
+                    expected(types),
                     meta.api_version,
                     meta.kind
                 )));
@@ -155,4 +172,21 @@ pub fn parse_kinds<'a>(
         }
     }
     Ok(out)
+}
+
+/// `apiVersion portcullis.dev/v1alpha1 and kind A or B`, with every
+/// version's kinds.
+fn expected(types: &[(&str, &str)]) -> String {
+    let mut versions: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (version, kind) in types {
+        match versions.iter_mut().find(|(v, _)| v == version) {
+            Some((_, kinds)) => kinds.push(kind),
+            None => versions.push((version, vec![kind])),
+        }
+    }
+    versions
+        .iter()
+        .map(|(version, kinds)| format!("apiVersion {version} and kind {}", kinds.join(" or ")))
+        .collect::<Vec<_>>()
+        .join(", or ")
 }

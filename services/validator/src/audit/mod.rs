@@ -28,7 +28,7 @@ use crate::cluster::Catalogs;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
 use crate::policy::PolicySet;
-use crate::serve::{parse, settings};
+use crate::serve::{Natives, parse, settings};
 use metrics::AuditMetrics;
 use portcullis_resources::{Swap, follow};
 use scan::Auditor;
@@ -53,9 +53,10 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
             let paths = args.policy.paths.clone();
             let initial = watch::read_all(&paths).context("reading the policies")?;
             let exceptions = args.policy.exception_namespaces();
-            let first = parse(&initial, args.policy.cel_cost_limit, &exceptions).context("the policies are invalid")?;
+            let first = parse(&initial, args.policy.cel_cost_limit, &exceptions, Natives::Judged)
+                .context("the policies are invalid")?;
             let cost_limit = args.policy.cel_cost_limit;
-            let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exceptions);
+            let parse = move |contents: &watch::Contents| parse(contents, cost_limit, &exceptions, Natives::Judged);
             update(first);
             reload_config(paths, args.reload.interval, initial, metrics.clone(), shutdown.clone(), parse, update);
         }

@@ -1,0 +1,238 @@
+//! Which requests a native ValidatingAdmissionPolicy judges, as the API
+//! server decides it: the policy's `matchConstraints` and, when the binding
+//! has them, the binding's `matchResources`, each with its resource rules
+//! (operations, scope, resource names per rule), excluded rules and
+//! selectors. Unlike a `ValidatorPolicy`'s `match`, no namespace is left
+//! out by default.
+
+use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
+use portcullis_admission::selector::LabelSelector;
+use portcullis_admission::{Request, operation_name};
+use serde_json::Value;
+
+use crate::evaluate::NamespaceLabels;
+use crate::matching::{UnknownNamespace, label_lookup};
+
+/// One resource rule of a native policy or binding.
+#[derive(Debug, Clone)]
+pub struct NativeRule {
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    operations: Vec<String>,
+    resources: Vec<String>,
+    resource_names: Vec<String>,
+    scope: Scope,
+}
+
+/// A rule's `scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    All,
+    Cluster,
+    Namespaced,
+}
+
+/// One `MatchResources`: the policy's constraints or a binding's.
+#[derive(Debug, Clone, Default)]
+pub struct Constraints {
+    rules: Vec<NativeRule>,
+    excluded: Vec<NativeRule>,
+    namespace_selector: LabelSelector,
+    object_selector: LabelSelector,
+    /// `matchPolicy: Equivalent` (the default): a rule matches the same
+    /// resource in any version.
+    equivalent: bool,
+}
+
+/// The native policy's constraints and, when the binding narrows them,
+/// the binding's.
+#[derive(Debug, Clone)]
+pub struct NativeMatch {
+    /// The binding's name, as the API server's messages say it.
+    pub binding: String,
+    policy: Constraints,
+    binding_constraints: Option<Constraints>,
+}
+
+/// A `matchResources` field the API server would refuse.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    /// A selector that does not parse.
+    #[error("{0}: {1}")]
+    Selector(&'static str, String),
+    /// An unknown `scope` or `matchPolicy`.
+    #[error("{field}: unsupported value {value:?}")]
+    Unsupported {
+        /// The field.
+        field: &'static str,
+        /// What it said.
+        value: String,
+    },
+    /// `resourceRules` missing from the policy's constraints.
+    #[error("spec.matchConstraints.resourceRules: Required value")]
+    NoRules,
+}
+
+impl NativeMatch {
+    /// The match of a policy's `matchConstraints` with a binding (`binding`)
+    /// and its `matchResources`.
+    pub fn new(
+        constraints: Option<&MatchResources>,
+        binding: &str,
+        narrowed: Option<&MatchResources>,
+    ) -> Result<Self, MatchError> {
+        let policy = Constraints::from_spec(constraints.ok_or(MatchError::NoRules)?)?;
+        if policy.rules.is_empty() {
+            return Err(MatchError::NoRules);
+        }
+        let binding_constraints = narrowed.map(Constraints::from_spec).transpose()?;
+        Ok(Self { binding: binding.to_owned(), policy, binding_constraints })
+    }
+
+    /// Whether the policy, through this binding, judges `req`; `Err` when
+    /// the namespace's labels are needed and not known.
+    pub fn applies(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
+        Ok(self.policy.matches(namespaces, req)?
+            && self.binding_constraints.as_ref().map_or(Ok(true), |b| b.matches(namespaces, req))?)
+    }
+
+    /// Whether the stored objects of `group/version` `plural` can be
+    /// judged (the audit's question: a create of one of them would match
+    /// the rules).
+    pub fn selects_resource(&self, group: &str, version: &str, plural: &str) -> bool {
+        let selects = |c: &Constraints| {
+            (c.rules.is_empty() || c.rules.iter().any(|r| r.selects(c.equivalent, group, version, plural)))
+                && !c.excluded.iter().any(|r| r.selects(c.equivalent, group, version, plural))
+        };
+        selects(&self.policy) && self.binding_constraints.as_ref().is_none_or(selects)
+    }
+}
+
+impl Constraints {
+    fn from_spec(spec: &MatchResources) -> Result<Self, MatchError> {
+        let selector =
+            |which: &'static str, s: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>| {
+                let Some(s) = s else { return Ok(LabelSelector::default()) };
+                let parsed: LabelSelector = serde_json::to_value(s)
+                    .and_then(serde_json::from_value)
+                    .map_err(|e| MatchError::Selector(which, e.to_string()))?;
+                parsed.check().map_err(|e| MatchError::Selector(which, e.to_string()))?;
+                Ok(parsed)
+            };
+        let equivalent = match spec.match_policy.as_deref() {
+            None | Some("Equivalent") => true,
+            Some("Exact") => false,
+            Some(other) => return Err(MatchError::Unsupported { field: "matchPolicy", value: other.to_owned() }),
+        };
+        let rules = |list: &Option<Vec<NamedRuleWithOperations>>| {
+            list.iter().flatten().map(NativeRule::from_spec).collect::<Result<Vec<_>, _>>()
+        };
+        Ok(Self {
+            rules: rules(&spec.resource_rules)?,
+            excluded: rules(&spec.exclude_resource_rules)?,
+            namespace_selector: selector("namespaceSelector", &spec.namespace_selector)?,
+            object_selector: selector("objectSelector", &spec.object_selector)?,
+            equivalent,
+        })
+    }
+
+    /// The API server's matcher: namespace selector, object selector,
+    /// excluded rules, then the rules (none: every request).
+    fn matches(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
+        let namespace = req.inner.namespace.as_deref().unwrap_or_default();
+        let is_namespace = is_namespace_resource(req);
+        if !(namespace.is_empty() && !is_namespace) && self.namespace_selector != LabelSelector::default() {
+            let matched = if is_namespace {
+                let object = req.object.as_ref().or(req.old_object.as_ref());
+                self.namespace_selector.matches(label_lookup(object))
+            } else {
+                let known = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
+                self.namespace_selector.matches(|k| known.get(k).map(String::as_str))
+            };
+            if !matched {
+                return Ok(false);
+            }
+        }
+        if self.object_selector != LabelSelector::default() {
+            let on = |o: Option<&Value>| o.is_some() && self.object_selector.matches(label_lookup(o));
+            if !on(req.object.as_ref()) && !on(req.old_object.as_ref()) {
+                return Ok(false);
+            }
+        }
+        if self.excluded.iter().any(|r| r.matches(self.equivalent, req)) {
+            return Ok(false);
+        }
+        Ok(self.rules.is_empty() || self.rules.iter().any(|r| r.matches(self.equivalent, req)))
+    }
+}
+
+impl NativeRule {
+    fn from_spec(spec: &NamedRuleWithOperations) -> Result<Self, MatchError> {
+        let list = |l: &Option<Vec<String>>| l.clone().unwrap_or_default();
+        let scope = match spec.scope.as_deref() {
+            None | Some("*") => Scope::All,
+            Some("Cluster") => Scope::Cluster,
+            Some("Namespaced") => Scope::Namespaced,
+            Some(other) => return Err(MatchError::Unsupported { field: "scope", value: other.to_owned() }),
+        };
+        Ok(Self {
+            api_groups: list(&spec.api_groups),
+            api_versions: list(&spec.api_versions),
+            operations: list(&spec.operations),
+            resources: list(&spec.resources),
+            resource_names: list(&spec.resource_names),
+            scope,
+        })
+    }
+
+    /// `rules.Matcher` of the API server, then `resourceNames`.
+    fn matches(&self, equivalent: bool, req: &Request) -> bool {
+        let inner = &req.inner;
+        let namespace = inner.namespace.as_deref().unwrap_or_default();
+        let is_namespace = is_namespace_resource(req);
+        let scope_ok = match self.scope {
+            Scope::All => true,
+            Scope::Namespaced => !is_namespace && !namespace.is_empty(),
+            Scope::Cluster => is_namespace || namespace.is_empty(),
+        };
+        let op = operation_name(&inner.operation);
+        let op_ok = self.operations.iter().any(|o| o == "*" || o == op);
+        let sub = inner.sub_resource.as_deref().unwrap_or_default();
+        let version_ok = equivalent || any(&self.api_versions, &inner.resource.version);
+        scope_ok
+            && op_ok
+            && any(&self.api_groups, &inner.resource.group)
+            && version_ok
+            && self.resource_ok(&inner.resource.resource, sub)
+            && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| *n == inner.name))
+    }
+
+    /// Whether the rule selects the objects of a resource, with no
+    /// subresource, as the audit lists them.
+    fn selects(&self, equivalent: bool, group: &str, version: &str, plural: &str) -> bool {
+        let writes = self.operations.iter().any(|o| matches!(o.as_str(), "*" | "CREATE" | "UPDATE"));
+        writes
+            && self.resource_names.is_empty()
+            && any(&self.api_groups, group)
+            && (equivalent || any(&self.api_versions, version))
+            && self.resource_ok(plural, "")
+    }
+
+    fn resource_ok(&self, resource: &str, sub: &str) -> bool {
+        self.resources.iter().any(|r| {
+            let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
+            (res == "*" || res == resource) && (rsub == "*" || rsub == sub)
+        })
+    }
+}
+
+fn any(list: &[String], value: &str) -> bool {
+    list.iter().any(|x| x == "*" || x == value)
+}
+
+/// A request for a Namespace object: cluster-scoped, though the API server
+/// sets its namespace to its name.
+fn is_namespace_resource(req: &Request) -> bool {
+    let resource = &req.inner.resource;
+    resource.resource == "namespaces" && resource.group.is_empty()
+}

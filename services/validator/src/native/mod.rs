@@ -1,0 +1,266 @@
+//! Native `ValidatingAdmissionPolicy` objects (admissionregistration.k8s.io/v1)
+//! judged by the validator's own engine: each binding with its policy
+//! becomes one [`Policy`], matched as the API server matches
+//! ([`matching`]) and worded as the API server words its denials, so that
+//! `check` tests a VAP before it reaches a cluster and the audit reports
+//! the objects that already break one. The API server enforces them; the
+//! webhook never does.
+//!
+//! A VAP is taken exactly when the API server would take it: the
+//! validator's stricter load-time cost estimate becomes a warning here, and
+//! what the API server would refuse (an expression that does not compile,
+//! `validationActions` with both Deny and Warn), or what cannot be judged
+//! outside it (`authorizer`, `namespaceObject`), is a clear error, never a
+//! silent pass.
+
+pub mod matching;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use portcullis_cel::CompileError;
+
+use crate::cel::{self, CelError, CelProblem, CelRules};
+use crate::matching::Matching;
+use crate::params::{ParamKind, ParamSpecError, Params};
+use crate::policy::{Action, FailurePolicy, Policy};
+use matching::{MatchError, NativeMatch};
+
+/// The API version of native policies and bindings.
+pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";
+/// The kind of a native policy.
+pub const POLICY_KIND: &str = "ValidatingAdmissionPolicy";
+/// The kind of a native policy's binding.
+pub const BINDING_KIND: &str = "ValidatingAdmissionPolicyBinding";
+
+/// Why a native policy, through one binding, cannot be judged here.
+#[derive(Debug, thiserror::Error)]
+#[error("ValidatingAdmissionPolicy {policy:?} with binding {binding:?}: {problem}")]
+pub struct NativeError {
+    /// The policy's name.
+    pub policy: String,
+    /// The binding's name.
+    pub binding: String,
+    /// What is wrong.
+    #[source]
+    pub problem: Problem,
+}
+
+/// What is wrong with a native policy or its binding.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// The policy has no `spec`.
+    #[error("spec: Required value")]
+    NoSpec,
+    /// An expression the API server refuses, or one that reads what only
+    /// the API server has.
+    #[error(transparent)]
+    Cel(CelError),
+    /// `matchConstraints` or `matchResources` the API server refuses.
+    #[error(transparent)]
+    Match(#[from] MatchError),
+    /// `validationActions` the API server refuses.
+    #[error("spec.validationActions: {0}")]
+    Actions(String),
+    /// `failurePolicy` the API server refuses.
+    #[error("spec.failurePolicy: Unsupported value: {0:?}: supported values: \"Fail\", \"Ignore\"")]
+    FailurePolicy(String),
+    /// A `reason` the API server refuses.
+    #[error("spec.validations[{0}].reason: Unsupported value: {1:?}")]
+    Reason(usize, String),
+    /// Neither validations nor audit annotations.
+    #[error("spec.validations: Required value: validations or auditAnnotations must contain at least one item")]
+    Empty,
+    /// `paramKind` with a binding whose `paramRef` cannot be used.
+    #[error("binding spec.paramRef: {0}")]
+    Params(#[from] ParamSpecError),
+}
+
+/// One native policy through one binding, compiled, with what the API
+/// server would accept but the validator warns of.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The policy, named after the ValidatingAdmissionPolicy.
+    pub policy: Arc<Policy>,
+    /// Warnings: expressions whose estimated cost the validator would
+    /// refuse in a `ValidatorPolicy`.
+    pub warnings: Vec<String>,
+}
+
+/// Every binding's policy, and what could not be compiled.
+#[derive(Debug, Default)]
+pub struct Natives {
+    /// In binding name order.
+    pub policies: Vec<Arc<Policy>>,
+    /// Warnings of the policies taken.
+    pub warnings: Vec<String>,
+    /// The pairs refused.
+    pub refused: Vec<NativeError>,
+}
+
+/// Pairs every binding with its policy (a binding whose policy is not
+/// there binds nothing, as in the API server) and compiles each pair.
+pub fn assemble(
+    policies: &[ValidatingAdmissionPolicy],
+    bindings: &[ValidatingAdmissionPolicyBinding],
+    cost_limit: u64,
+) -> Natives {
+    let by_name: BTreeMap<&str, &ValidatingAdmissionPolicy> =
+        policies.iter().filter_map(|p| Some((p.metadata.name.as_deref()?, p))).collect();
+    let mut sorted: Vec<&ValidatingAdmissionPolicyBinding> = bindings.iter().collect();
+    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut natives = Natives::default();
+    for binding in sorted {
+        let Some(policy) = by_name.get(binding.spec.policy_name.as_str()) else {
+            continue;
+        };
+        match compile(policy, binding, cost_limit) {
+            Ok(compiled) => {
+                natives.policies.push(compiled.policy);
+                natives.warnings.extend(compiled.warnings);
+            }
+            Err(e) => natives.refused.push(e),
+        }
+    }
+    natives
+}
+
+/// Compiles `policy` through `binding`: CEL as the API server takes it
+/// (the cost estimate over `cost_limit` only warns), the match, the
+/// actions and parameters.
+pub fn compile(
+    policy: &ValidatingAdmissionPolicy,
+    binding: &ValidatingAdmissionPolicyBinding,
+    cost_limit: u64,
+) -> Result<Compiled, NativeError> {
+    let name = policy.metadata.name.clone().unwrap_or_default();
+    let binding_name = binding.metadata.name.clone().unwrap_or_default();
+    let fail = |problem: Problem| NativeError { policy: name.clone(), binding: binding_name.clone(), problem };
+    let spec = policy.spec.as_ref().ok_or_else(|| fail(Problem::NoSpec))?;
+    let binding_spec = &binding.spec;
+    let action = action(&binding_spec.validation_actions).map_err(fail)?;
+    let failure_policy = match spec.failure_policy.as_deref() {
+        None | Some("Fail") => FailurePolicy::Fail,
+        Some("Ignore") => FailurePolicy::Ignore,
+        Some(other) => return Err(fail(Problem::FailurePolicy(other.to_owned()))),
+    };
+    let named = |list: Vec<(String, String)>| {
+        list.into_iter().map(|(name, expression)| cel::NamedExpression { name, expression }).collect::<Vec<_>>()
+    };
+    let match_conditions =
+        named(spec.match_conditions.iter().flatten().map(|c| (c.name.clone(), c.expression.clone())).collect());
+    let variables = named(spec.variables.iter().flatten().map(|v| (v.name.clone(), v.expression.clone())).collect());
+    let mut validations = Vec::new();
+    for (i, v) in spec.validations.iter().flatten().enumerate() {
+        let reason = match v.reason.as_deref() {
+            None => None,
+            Some("Unauthorized") => Some(cel::Reason::Unauthorized),
+            Some("Forbidden") => Some(cel::Reason::Forbidden),
+            Some("Invalid") => Some(cel::Reason::Invalid),
+            Some("RequestEntityTooLarge") => Some(cel::Reason::RequestEntityTooLarge),
+            Some(other) => return Err(fail(Problem::Reason(i, other.to_owned()))),
+        };
+        validations.push(cel::Validation {
+            expression: v.expression.clone(),
+            message: v.message.clone().filter(|m| !m.is_empty()),
+            message_expression: v.message_expression.clone().filter(|m| !m.is_empty()),
+            reason,
+        });
+    }
+    let audit_annotations: Vec<cel::AuditAnnotation> = spec
+        .audit_annotations
+        .iter()
+        .flatten()
+        .map(|a| cel::AuditAnnotation { key: a.key.clone(), value_expression: a.value_expression.clone() })
+        .collect();
+    if validations.is_empty() && audit_annotations.is_empty() {
+        return Err(fail(Problem::Empty));
+    }
+    let mut warnings = Vec::new();
+    let compile = |limit| {
+        CelRules::compile(
+            match_conditions.clone(),
+            variables.clone(),
+            validations.clone(),
+            audit_annotations.clone(),
+            limit,
+        )
+    };
+    let cel = match compile(cost_limit) {
+        Ok(cel) => cel,
+        Err(e @ CelError { problem: CelProblem::Expression(CompileError::TooCostly { .. }), .. }) => {
+            // The API server takes it; its runtime budget bounds it, here as there.
+            warnings.push(format!(
+                "ValidatingAdmissionPolicy {name:?}: {} (taken, as the API server takes it; its runtime cost \
+                 limit applies)",
+                portcullis_telemetry::error_chain(&e)
+            ));
+            compile(u64::MAX).map_err(|e| fail(Problem::Cel(e)))?
+        }
+        Err(e) => return Err(fail(Problem::Cel(e))),
+    };
+    let matching =
+        NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
+            .map_err(|e| fail(e.into()))?;
+    // A paramRef without paramKind is not read (params is null), as in the API server.
+    let params = match &spec.param_kind {
+        None => None,
+        Some(kind) => {
+            let kind = ParamKind {
+                api_version: kind.api_version.clone().unwrap_or_default(),
+                kind: kind.kind.clone().unwrap_or_default(),
+            };
+            let reference = binding_spec.param_ref.as_ref().map(|r| serde_json::to_value(r).unwrap_or_default());
+            Params::from_spec(Some(kind), reference).map_err(|e| fail(e.into()))?
+        }
+    };
+    let policy = Policy {
+        name,
+        namespace: None,
+        action,
+        failure_policy,
+        matching: Matching::Native(Box::new(matching)),
+        rules: Default::default(),
+        cel,
+        params,
+    };
+    Ok(Compiled { policy: Arc::new(policy), warnings })
+}
+
+/// The binding's `validationActions` as one action: Deny (with or without
+/// Audit) denies, Warn (with or without Audit) warns, Audit alone audits.
+fn action(actions: &[String]) -> Result<Action, Problem> {
+    let bad = |why: String| Err(Problem::Actions(why));
+    if actions.is_empty() {
+        return bad("Required value: at least one validation action is required".into());
+    }
+    if let Some(other) = actions.iter().find(|a| !matches!(a.as_str(), "Deny" | "Warn" | "Audit")) {
+        return bad(format!("Unsupported value: {other:?}: supported values: \"Audit\", \"Deny\", \"Warn\""));
+    }
+    let has = |a: &str| actions.iter().any(|x| x == a);
+    match (has("Deny"), has("Warn")) {
+        (true, true) => bad("Invalid value: validationActions must not contain both Deny and Warn".into()),
+        (true, false) => Ok(Action::Deny),
+        (false, true) => Ok(Action::Warn),
+        (false, false) => Ok(Action::Audit),
+    }
+}
+
+/// The API server's words for a native policy's finding: the denial
+/// (`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ...`)
+/// or the warning (`Validation failed for ValidatingAdmissionPolicy 'p'
+/// with binding 'b': ...`).
+pub fn worded(policy: &str, binding: &str, action: Action, message: &str) -> String {
+    match action {
+        Action::Deny => {
+            format!("ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}")
+        }
+        Action::Warn | Action::Audit => {
+            format!("Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {message}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

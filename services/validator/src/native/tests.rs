@@ -1,0 +1,183 @@
+use std::path::Path;
+
+use portcullis_admission::{Request, decode};
+use serde_json::{Value, json};
+
+use crate::evaluate::{Evaluation, NamespaceLabels, Settings, evaluate};
+use crate::params::FileParams;
+use crate::policy::{Action, PolicyError, PolicySet};
+
+struct Labels;
+
+impl NamespaceLabels for Labels {
+    fn labels(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        let team = name.strip_prefix("team-")?;
+        Some([("team".to_owned(), team.to_owned())].into())
+    }
+}
+
+const POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - expression: object.spec.replicas <= 5
+    message: at most 5 replicas
+  - expression: object.metadata.name.size() < 10
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replicas-binding}
+spec:
+  policyName: replicas
+  validationActions: [Deny]
+"#;
+
+fn load(yaml: &str) -> Result<PolicySet, PolicyError> {
+    PolicySet::from_sources([(Path::new("vap.yaml"), yaml.as_bytes())], portcullis_cel::cost::DEFAULT_LIMIT)
+}
+
+fn request(operation: &str, namespace: &str, object: Value) -> Request {
+    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+    let (group, resource) = match kind.as_str() {
+        "Deployment" => ("apps", "deployments"),
+        "Namespace" => ("", "namespaces"),
+        _ => ("", "configmaps"),
+    };
+    let version = "v1";
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "1",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "name": object["metadata"]["name"],
+            "namespace": namespace,
+            "operation": operation,
+            "userInfo": {},
+            "object": object,
+        }
+    });
+    decode(&serde_json::to_vec(&review).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(set: &PolicySet, req: &Request) -> Evaluation {
+    let settings = Settings {
+        system_namespaces: vec!["kube-system".into()],
+        cel_deadline: std::time::Duration::from_secs(1),
+        cel_limits: Default::default(),
+    };
+    let params = FileParams::new(Vec::new());
+    let cluster = crate::evaluate::Cluster { namespaces: &Labels, params: &params };
+    evaluate(set, &settings, cluster, req, std::time::Instant::now() + std::time::Duration::from_secs(1))
+}
+
+fn deployment(name: &str, replicas: i64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": replicas}})
+}
+
+#[test]
+fn a_denial_names_the_first_failed_validation_in_the_api_servers_words() {
+    let set = load(POLICY).unwrap_or_else(|e| panic!("{e}"));
+    let found = run(&set, &request("CREATE", "kube-system", deployment("much-too-long-name", 9))).findings;
+    assert_eq!(found.len(), 1, "the first failed validation only: {found:?}");
+    assert_eq!(found[0].policy, "replicas");
+    assert_eq!(found[0].binding.as_deref(), Some("replicas-binding"));
+    assert_eq!(found[0].message, "at most 5 replicas");
+    assert_eq!(
+        super::worded("replicas", "replicas-binding", Action::Deny, &found[0].message),
+        "ValidatingAdmissionPolicy 'replicas' with binding 'replicas-binding' denied request: at most 5 replicas"
+    );
+    let found = run(&set, &request("CREATE", "default", deployment("much-too-long-name", 1))).findings;
+    assert_eq!(found[0].message, "failed expression: object.metadata.name.size() < 10");
+    assert!(run(&set, &request("DELETE", "default", deployment("web", 9))).findings.is_empty(), "not an operation");
+}
+
+#[test]
+fn warn_reports_every_failed_validation_and_audit_alone_audits() {
+    let warn = POLICY.replace("validationActions: [Deny]", "validationActions: [Warn, Audit]");
+    let set = load(&warn).unwrap_or_else(|e| panic!("{e}"));
+    let found = run(&set, &request("CREATE", "default", deployment("much-too-long-name", 9))).findings;
+    assert_eq!(found.len(), 2);
+    assert!(found.iter().all(|f| f.action == Action::Warn));
+    let audit = POLICY.replace("validationActions: [Deny]", "validationActions: [Audit]");
+    let set = load(&audit).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set.policies[0].action, Action::Audit);
+}
+
+#[test]
+fn the_binding_narrows_the_policy_by_namespace_and_rule() {
+    let narrowed = format!(
+        "{POLICY}  matchResources:\n    namespaceSelector: {{matchLabels: {{team: a}}}}\n    excludeResourceRules:\n    \
+         - {{apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*'], resourceNames: [legacy]}}\n"
+    );
+    let set = load(&narrowed).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run(&set, &request("CREATE", "team-a", deployment("web", 9))).findings.len(), 1);
+    assert!(run(&set, &request("CREATE", "team-b", deployment("web", 9))).findings.is_empty(), "other labels");
+    assert!(run(&set, &request("CREATE", "team-a", deployment("legacy", 9))).findings.is_empty(), "excluded name");
+    let unknown = run(&set, &request("CREATE", "unknown", deployment("web", 9))).findings;
+    assert_eq!(unknown.len(), 1, "labels not known: the failure policy decides");
+}
+
+#[test]
+fn scope_cluster_matches_namespaces_and_not_namespaced_objects() {
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: labelled}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*'], scope: Cluster}
+  validations: [{expression: "has(object.metadata.labels)"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: labelled}
+spec: {policyName: labelled, validationActions: [Deny]}
+"#;
+    let set = load(policy).unwrap_or_else(|e| panic!("{e}"));
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-c"}});
+    assert_eq!(run(&set, &request("CREATE", "team-c", namespace)).findings.len(), 1);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    assert!(run(&set, &request("CREATE", "team-c", cm)).findings.is_empty());
+}
+
+#[test]
+fn what_the_api_server_refuses_is_refused_with_the_field() {
+    let both = POLICY.replace("validationActions: [Deny]", "validationActions: [Deny, Warn]");
+    let error = load(&both).err().map(|e| portcullis_telemetry::error_chain(&e)).unwrap_or_default();
+    assert!(error.contains("must not contain both Deny and Warn"), "{error}");
+    let bad = POLICY.replace("object.spec.replicas <= 5", "object.spec.replicas <=");
+    let error = load(&bad).err().map(|e| portcullis_telemetry::error_chain(&e)).unwrap_or_default();
+    assert!(error.contains("does not compile"), "{error}");
+    let authorizer = POLICY.replace("object.spec.replicas <= 5", "authorizer.requestResource.check('get').allowed()");
+    let error = load(&authorizer).err().map(|e| portcullis_telemetry::error_chain(&e)).unwrap_or_default();
+    assert!(error.contains("authorizer"), "{error}");
+}
+
+#[test]
+fn a_quadratic_expression_is_taken_with_a_warning() {
+    let quadratic = POLICY.replace(
+        "object.spec.replicas <= 5",
+        "'!has(object.metadata.annotations) || object.metadata.annotations.all(a, \
+         object.metadata.annotations.all(b, a == b || a != b))'",
+    );
+    let set = load(&quadratic).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    assert!(set.warnings[0].contains("estimated worst-case cost"), "{}", set.warnings[0]);
+}
+
+#[test]
+fn a_binding_without_its_policy_binds_nothing_and_the_webhook_refuses_natives() {
+    let lonely = POLICY.split("---").nth(1).unwrap_or_default();
+    let set = load(lonely).unwrap_or_else(|e| panic!("{e}"));
+    assert!(set.policies.is_empty());
+    let set = load(POLICY).unwrap_or_else(|e| panic!("{e}"));
+    assert!(set.has_native());
+}
