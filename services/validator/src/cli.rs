@@ -167,6 +167,13 @@ pub struct Audit {
     /// instead of `--policy` files.
     #[arg(long, env = "PORTCULLIS_WATCH_RESOURCES")]
     pub watch_resources: bool,
+    /// With `--watch-resources`, also judge by the cluster's native
+    /// ValidatingAdmissionPolicies through their bindings (watched; the API
+    /// server judges only writes, so this reports what already breaks
+    /// them). With `--policy`, native policies and bindings in the files
+    /// are judged.
+    #[arg(long, env = "PORTCULLIS_NATIVE_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub native_policies: bool,
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub admin: AdminArgs,

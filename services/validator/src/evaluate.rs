@@ -251,6 +251,9 @@ impl Judged {
                 }
                 annotate(&mut self.audit_annotations, policy, annotations);
             }
+            Outcome::Error(reason) if policy.matching.binding().is_some() => {
+                fail(policy, format!("expression resulted in error: {reason}"), &mut self.findings)
+            }
             Outcome::Error(reason) => fail(policy, reason, &mut self.findings),
             Outcome::Exceeded { limit, message } => {
                 self.exceeded.push((policy.name.clone(), limit));
@@ -280,14 +283,16 @@ fn push_once(findings: &mut Vec<Finding>, finding: Finding) {
 }
 
 fn fail(policy: &Policy, reason: impl std::fmt::Display, findings: &mut Vec<Finding>) {
+    let message = match policy.matching.binding() {
+        // A native policy's denial says what the API server's would
+        // (`failed to configure binding: ...`, `... resulted in error: ...`).
+        Some(_) => reason.to_string(),
+        None => format!("policy could not be evaluated: {reason}"),
+    };
     match policy.failure_policy {
-        FailurePolicy::Fail => push_once(
-            findings,
-            Finding {
-                kind: FindingKind::Error,
-                ..finding(policy, format!("policy could not be evaluated: {reason}"), 403)
-            },
-        ),
+        FailurePolicy::Fail => {
+            push_once(findings, Finding { kind: FindingKind::Error, ..finding(policy, message, 403) })
+        }
         FailurePolicy::Ignore => {
             tracing::warn!(policy = %policy.name, %reason, "policy could not be evaluated; ignored (failurePolicy: Ignore)");
         }

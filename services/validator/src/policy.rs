@@ -442,14 +442,21 @@ impl PolicySet {
             }
             checked.push(Arc::new(exception));
         }
-        let natives = native::assemble(&native_policies, &native_bindings, cost_limit);
-        if let Some(refused) = natives.refused.into_iter().next() {
+        let mut natives = native::assemble(&native_policies, &native_bindings, cost_limit);
+        if let Some(refused) = std::mem::take(&mut natives.refused).into_iter().next() {
             return Err(PolicyError::Native(refused));
         }
+        Ok(Self::assemble(policies, checked).with_natives(natives))
+    }
+
+    /// This set and the native policies of `natives` (refusals dropped:
+    /// the caller has said what they are).
+    pub fn with_natives(self, natives: native::Natives) -> Self {
+        let mut policies = self.policies;
         policies.extend(natives.policies);
-        let mut set = Self::assemble(policies, checked);
+        let mut set = Self::assemble(policies, self.exceptions);
         set.warnings = natives.warnings;
-        Ok(set)
+        set
     }
 
     /// Whether any policy is a native ValidatingAdmissionPolicy.

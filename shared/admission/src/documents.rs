@@ -143,8 +143,8 @@ pub fn parse_kinds<'a>(
 }
 
 /// Reads every non-empty document of every source, each of one of the
-/// `(apiVersion, kind)` pairs of `types` (a file may mix them); any other
-/// is an error.
+/// `(apiVersion, kind)` pairs of `types` (a file may mix them, and a `v1`
+/// `List` holds several); any other is an error.
 pub fn parse_typed<'a>(
     sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
     types: &[(&str, &str)],
@@ -160,18 +160,40 @@ pub fn parse_typed<'a>(
                 continue;
             }
             let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(parse_error)?;
-            if !types.iter().any(|(v, k)| meta.api_version == *v && meta.kind == *k) {
-                return Err(origin.invalid(format!(
-                    "expected {}, found {:?} {:?}",
-                    expected(types),
-                    meta.api_version,
-                    meta.kind
-                )));
+            if meta.api_version == "v1" && meta.kind == "List" {
+                // As `kubectl get -o yaml` writes several objects.
+                let items = match value.get("items") {
+                    Some(serde_yaml::Value::Sequence(items)) => items.clone(),
+                    _ => Vec::new(),
+                };
+                for item in items {
+                    let meta: TypeMeta = serde_yaml::from_value(item.clone()).map_err(parse_error)?;
+                    out.push(typed(types, origin.clone(), meta, item)?);
+                }
+                continue;
             }
-            out.push(RawDocument { origin, kind: meta.kind, value });
+            out.push(typed(types, origin, meta, value)?);
         }
     }
     Ok(out)
+}
+
+/// The document, if it is one of `types`.
+fn typed(
+    types: &[(&str, &str)],
+    origin: Origin,
+    meta: TypeMeta,
+    value: serde_yaml::Value,
+) -> Result<RawDocument, DocumentError> {
+    if !types.iter().any(|(v, k)| meta.api_version == *v && meta.kind == *k) {
+        return Err(origin.invalid(format!(
+            "expected {}, found {:?} {:?}",
+            expected(types),
+            meta.api_version,
+            meta.kind
+        )));
+    }
+    Ok(RawDocument { origin, kind: meta.kind, value })
 }
 
 /// `apiVersion portcullis.dev/v1alpha1 and kind A or B`, with every

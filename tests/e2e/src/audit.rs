@@ -19,17 +19,27 @@ pub fn install_reports() {
     cluster.ensure_namespace("portcullis-system");
 }
 
-/// Starts an audit replica named `name` (Lease `lease`) with `extra` flags,
-/// exporting to the cluster's Jaeger as `portcullis-validator-audit`;
-/// returns it with its admin address. Its log goes to the test's output
-/// when `PORTCULLIS_E2E_ECHO` is set.
+/// Starts an audit replica named `name` (Lease `lease`) judging by the
+/// policy files `policy`, with `extra` flags, exporting to the cluster's
+/// Jaeger as `portcullis-validator-audit`; returns it with its admin
+/// address. Its log goes to the test's output when `PORTCULLIS_E2E_ECHO`
+/// is set.
 pub fn start(policy: &Path, name: &str, lease: &str, extra: &[&str]) -> (Process, SocketAddr) {
+    spawn(&["--policy".as_ref(), policy.as_os_str()], name, lease, extra)
+}
+
+/// As [`start`], judging by the cluster's policy objects and native
+/// ValidatingAdmissionPolicies (`--watch-resources`).
+pub fn start_watching(name: &str, lease: &str, extra: &[&str]) -> (Process, SocketAddr) {
+    spawn(&["--watch-resources".as_ref()], name, lease, extra)
+}
+
+fn spawn(source: &[&std::ffi::OsStr], name: &str, lease: &str, extra: &[&str]) -> (Process, SocketAddr) {
     let cluster = cluster();
     let mut command = Command::new(binaries().join("portcullis-validator"));
     command
         .arg("audit")
-        .arg("--policy")
-        .arg(policy)
+        .args(source)
         .args(["--admin-listen", "127.0.0.1:0", "--lease", lease, "--pod-name", name])
         .args(["--config-reload-interval", "500ms", "--report-delay", "500ms"])
         .args(extra)

@@ -12,6 +12,9 @@
 //! is compared. Policies with parameters (`paramKind` ConfigMap, by name or
 //! selector, found or not) are compared the same way, the parameter
 //! objects stored in the cluster and given to `check` with `--params`.
+//! Each case is also given to `check` as the native policy and binding
+//! themselves, the YAML the API server was given: that verdict and message
+//! must be the API server's too (the first failed validation, as it says).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -447,6 +450,17 @@ async fn enforced_as(api: &Api<ConfigMap>, what: &str, expected: Verdict) {
     }
 }
 
+/// Portcullis' verdicts on the native policy and binding themselves
+/// (`check` given the very YAML the API server was given), by object name;
+/// the namespace, with the label the binding selects, is among the
+/// manifests as it would be in a repository.
+fn native(name: &str, policy: &Value, ns: &str, items: &[Value], params: Vec<Value>) -> BTreeMap<String, Verdict> {
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/diff": name}}});
+    let items = std::iter::once(namespace).chain(items.iter().cloned()).collect();
+    check(name, policy, ns, items, params)
+}
+
 /// Portcullis' verdicts, by object name, from `check` on every object.
 fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<String, Verdict> {
     check(name, &portcullis_policy(name, case), ns, items, Vec::new())
@@ -481,11 +495,21 @@ fn check(name: &str, policy: &Value, ns: &str, items: Vec<Value>, params: Vec<Va
     assert!(out.status.code().is_some_and(|c| c <= 1) && stderr.is_empty(), "check failed: {stderr}\n{stdout}");
     let mut verdicts = BTreeMap::new();
     let mut current: Option<String> = None;
+    let native_denial = format!("  deny: ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: ");
     for line in stdout.lines() {
         if let Some(rest) = line.strip_prefix(&format!("ConfigMap {ns}/")) {
             let (object, verdict) = rest.split_once(": ").expect("the expected format");
             verdicts.insert(object.to_owned(), Verdict::Allowed);
             current = (verdict == "DENIED").then(|| object.to_owned());
+        } else if let (Some(object), Some(message)) = (&current, line.strip_prefix(&native_denial)) {
+            // A native policy: in the API server's words, its first failed validation only.
+            assert_eq!(verdicts[object], Verdict::Allowed, "a native denial says one thing: {stdout}");
+            let verdict = match message.strip_prefix(CONFIG) {
+                Some(config) => Verdict::Config(config.to_owned()),
+                None if message.contains("resulted in error") => Verdict::Error,
+                None => Verdict::Denied(message.to_owned()),
+            };
+            verdicts.insert(object.clone(), verdict);
         } else if let (Some(object), Some(finding)) = (&current, line.strip_prefix(&format!("  deny: [{name}] "))) {
             // The first finding is the one compared (see the module doc).
             if verdicts[object] == Verdict::Allowed {
@@ -552,7 +576,8 @@ async fn policies_with_parameters_give_the_same_verdicts() {
         };
         enforced_as(&api, &format!("parameter case {index}"), expected).await;
         let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
-        let items = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let items: Vec<Value> = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let natives = native(&name, &policy, &name, &items, stored.clone());
         let ours = check(
             &name,
             &with_params(portcullis_policy(&name, &param_case.case), param_case.param_ref),
@@ -563,6 +588,7 @@ async fn policies_with_parameters_give_the_same_verdicts() {
         for object in &objects {
             let object_name = object["metadata"]["name"].as_str().unwrap();
             let theirs = api_server(&api, object).await;
+            tally.record(format!("parameter case {index} (native) {object}"), theirs.clone(), natives.get(object_name));
             tally.record(format!("parameter case {index} {object}"), theirs, ours.get(object_name));
         }
         ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
@@ -590,11 +616,13 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
         enforced(&api, &format!("case {index}")).await;
         let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
-        let items = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let items: Vec<Value> = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let natives = native(&name, &vap(&name, case), &name, &items, Vec::new());
         let ours = portcullis(&name, case, &name, items);
         for object in &objects {
             let object_name = object["metadata"]["name"].as_str().unwrap();
             let theirs = api_server(&api, object).await;
+            tally.record(format!("case {index} (native) {object}"), theirs.clone(), natives.get(object_name));
             tally.record(format!("case {index} {object}"), theirs, ours.get(object_name));
         }
         ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
@@ -616,7 +644,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         }
         ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &vap(&name, case).to_string()));
         enforced(&api, &format!("update case {index}")).await;
-        let reviews = pairs
+        let reviews: Vec<Value> = pairs
             .iter()
             .map(|(old, new)| {
                 let mut review = config_map_review(in_namespace(new, &name));
@@ -625,12 +653,15 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
                 review
             })
             .collect();
+        let natives = native(&name, &vap(&name, case), &name, &reviews, Vec::new());
         let ours = portcullis(&name, case, &name, reviews);
         for (_, new) in &pairs {
             let object_name = new["metadata"]["name"].as_str().unwrap();
             let replacement: ConfigMap = serde_json::from_value(new.clone()).unwrap();
             let params = PostParams { dry_run: true, ..Default::default() };
             let theirs = verdict(api.replace(object_name, &params, &replacement).await);
+            let what = format!("update case {index} (native) {new}");
+            tally.record(what, theirs.clone(), natives.get(object_name));
             tally.record(format!("update case {index} {new}"), theirs, ours.get(object_name));
             updates += 1;
         }
@@ -639,7 +670,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
     println!("{updates} of them UPDATEs");
     let Tally { compared, denied, errors, differences } = tally;
     println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
-    assert!(compared >= 200, "only {compared} cases");
+    assert!(compared >= 400, "only {compared} cases (each object judged by the native policy and the ValidatorPolicy)");
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
     assert!(denied > compared / 10 && denied < compared * 9 / 10, "the corpus should both allow and deny: {denied}");
 }

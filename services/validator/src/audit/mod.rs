@@ -26,6 +26,7 @@ use tokio::net::TcpListener;
 use crate::cli::Audit;
 use crate::cluster::Catalogs;
 use crate::namespaces::WatchedNamespaces;
+use crate::native::watched::WatchedNatives;
 use crate::params::WatchedParams;
 use crate::policy::PolicySet;
 use crate::serve::{Natives, parse, settings};
@@ -62,9 +63,18 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
         }
         (true, true) => {
             let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
+            let natives = args
+                .native_policies
+                .then(|| WatchedNatives::start(&client, args.policy.cel_cost_limit, catalogs.changed(), &shutdown));
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
-                update(swap_catalogs.set(None).0);
+                match &natives {
+                    None => update(swap_catalogs.set(None).0),
+                    Some(natives) if natives.is_synced() => {
+                        update(swap_catalogs.set(None).0.with_natives(natives.compile()))
+                    }
+                    Some(_) => {} // not all listed yet: the next change swaps
+                }
                 Vec::new()
             });
             tokio::spawn(follow(catalogs.kinds(), catalogs.changed(), swap, shutdown.clone()));

@@ -13,6 +13,9 @@ use super::results::Results;
 pub const REPORT_NAME: &str = "portcullis-validator";
 /// The `source` of the reports and the server-side apply field manager.
 pub const SOURCE: &str = "portcullis-validator";
+/// The `source` of a result of a native ValidatingAdmissionPolicy (its
+/// binding in `properties.binding`), as other engines report them.
+pub const NATIVE_SOURCE: &str = "ValidatingAdmissionPolicy";
 
 fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource {
@@ -41,14 +44,22 @@ pub fn build(results: &Results, namespace: &str, max: usize, now: Timestamp) -> 
             if !namespace.is_empty() {
                 subject["namespace"] = json!(namespace);
             }
+            let mut properties = json!({"action": outcome.action.as_str()});
+            let source = match &outcome.binding {
+                Some(binding) => {
+                    properties["binding"] = json!(binding);
+                    NATIVE_SOURCE
+                }
+                None => SOURCE,
+            };
             let mut result = json!({
-                "source": SOURCE,
+                "source": source,
                 "policy": outcome.policy,
                 "result": outcome.status,
                 "scored": true,
                 "timestamp": timestamp,
                 "resources": [subject],
-                "properties": {"action": outcome.action.as_str()},
+                "properties": properties,
             });
             if !outcome.message.is_empty() {
                 result["message"] = json!(outcome.message);
@@ -100,6 +111,7 @@ mod tests {
             action: Action::Deny,
             status,
             message: message.into(),
+            binding: None,
         };
         for (name, status, message) in [("bad", Status::Fail, "no team label"), ("good", Status::Pass, "")] {
             let entry = Entry {

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub status: Status,
     /// Every finding's message, one per line; empty for a pass.
     pub message: String,
+    /// The binding, for a native ValidatingAdmissionPolicy.
+    pub binding: Option<String>,
 }
 
 /// Which object: its resource (`apps/v1/deployments`) and name.
@@ -230,6 +232,7 @@ mod tests {
                     action: Action::Deny,
                     status: *status,
                     message: String::new(),
+                    binding: None,
                 })
                 .collect(),
         }

@@ -314,17 +314,15 @@ fn judges(policy: &Policy, kind: &str) -> bool {
 /// with every message.
 fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome> {
     let Evaluation { findings, applied, exempted, .. } = evaluation;
-    let mut outcomes: Vec<Outcome> = applied
-        .into_iter()
-        .filter_map(|name| set.policies.iter().find(|p| p.name == name))
-        .filter(|policy| judges(policy, kind))
-        .map(|policy| Outcome {
-            policy: policy.name.clone(),
-            action: policy.action,
-            status: Status::Pass,
-            message: String::new(),
-        })
-        .collect();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    // A native policy with several bindings has one outcome per binding.
+    for policy in applied.iter().flat_map(|name| set.policies.iter().filter(move |p| p.name == *name)) {
+        let binding = policy.matching.binding().map(str::to_owned);
+        if judges(policy, kind) && !outcomes.iter().any(|o| o.policy == policy.name && o.binding == binding) {
+            let (policy, action) = (policy.name.clone(), policy.action);
+            outcomes.push(Outcome { policy, action, status: Status::Pass, message: String::new(), binding });
+        }
+    }
     outcomes.extend(exempted.into_iter().filter_map(|e| {
         let policy = set.policies.iter().find(|p| p.name == e.policy)?;
         judges(policy, kind).then(|| Outcome {
@@ -332,6 +330,7 @@ fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome>
             action: policy.action,
             status: Status::Skip,
             message: format!("exception {}: {}", e.exception, e.reason),
+            binding: None,
         })
     }));
     for finding in findings {
@@ -340,11 +339,11 @@ fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome>
             (FindingKind::Violation, Action::Warn) => Status::Warn,
             (FindingKind::Violation, Action::Deny | Action::Audit) => Status::Fail,
         };
-        let at = match outcomes.iter().position(|o| o.policy == finding.policy) {
+        let at = match outcomes.iter().position(|o| o.policy == finding.policy && o.binding == finding.binding) {
             Some(at) => at,
             None => {
-                let (policy, action) = (finding.policy.clone(), finding.action);
-                outcomes.push(Outcome { policy, action, status, message: String::new() });
+                let (policy, action, binding) = (finding.policy.clone(), finding.action, finding.binding.clone());
+                outcomes.push(Outcome { policy, action, status, message: String::new(), binding });
                 outcomes.len() - 1
             }
         };
@@ -355,6 +354,6 @@ fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome>
         }
         outcome.message.push_str(&finding.message);
     }
-    outcomes.sort_by(|a, b| a.policy.cmp(&b.policy));
+    outcomes.sort_by(|a, b| (&a.policy, &a.binding).cmp(&(&b.policy, &b.binding)));
     outcomes
 }

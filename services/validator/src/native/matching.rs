@@ -141,7 +141,7 @@ impl Constraints {
     fn matches(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
         let namespace = req.inner.namespace.as_deref().unwrap_or_default();
         let is_namespace = is_namespace_resource(req);
-        if !(namespace.is_empty() && !is_namespace) && self.namespace_selector != LabelSelector::default() {
+        if (is_namespace || !namespace.is_empty()) && self.namespace_selector != LabelSelector::default() {
             let matched = if is_namespace {
                 let object = req.object.as_ref().or(req.old_object.as_ref());
                 self.namespace_selector.matches(label_lookup(object))
@@ -204,7 +204,7 @@ impl NativeRule {
             && any(&self.api_groups, &inner.resource.group)
             && version_ok
             && self.resource_ok(&inner.resource.resource, sub)
-            && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| *n == inner.name))
+            && (self.resource_names.is_empty() || self.resource_names.contains(&inner.name))
     }
 
     /// Whether the rule selects the objects of a resource, with no

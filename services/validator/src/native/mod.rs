@@ -14,6 +14,7 @@
 //! silent pass.
 
 pub mod matching;
+pub mod watched;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub struct NativeError {
     pub binding: String,
     /// What is wrong.
     #[source]
-    pub problem: Problem,
+    pub problem: Box<Problem>,
 }
 
 /// What is wrong with a native policy or its binding.
@@ -136,7 +137,11 @@ pub fn compile(
 ) -> Result<Compiled, NativeError> {
     let name = policy.metadata.name.clone().unwrap_or_default();
     let binding_name = binding.metadata.name.clone().unwrap_or_default();
-    let fail = |problem: Problem| NativeError { policy: name.clone(), binding: binding_name.clone(), problem };
+    let fail = |problem: Problem| NativeError {
+        policy: name.clone(),
+        binding: binding_name.clone(),
+        problem: Box::new(problem),
+    };
     let spec = policy.spec.as_ref().ok_or_else(|| fail(Problem::NoSpec))?;
     let binding_spec = &binding.spec;
     let action = action(&binding_spec.validation_actions).map_err(fail)?;

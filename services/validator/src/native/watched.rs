@@ -1,0 +1,105 @@
+//! The cluster's native policies and bindings for the audit: both kinds
+//! watched into memory (kube-runtime reflectors), the pairs compiled anew
+//! after every change. Read only: their status is the API server's.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use portcullis_telemetry::error_chain;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{Natives, assemble};
+
+/// The watched ValidatingAdmissionPolicies and their bindings.
+#[derive(Debug, Clone)]
+pub struct WatchedNatives {
+    policies: Store<ValidatingAdmissionPolicy>,
+    bindings: Store<ValidatingAdmissionPolicyBinding>,
+    synced: Arc<[AtomicBool; 2]>,
+    cost_limit: u64,
+}
+
+impl WatchedNatives {
+    /// Starts both watches with `client` until `shutdown`; `changed` is
+    /// woken after every change once both are listed.
+    pub fn start(client: &kube::Client, cost_limit: u64, changed: Arc<Notify>, shutdown: &CancellationToken) -> Self {
+        let synced: Arc<[AtomicBool; 2]> = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let policies = follow::<ValidatingAdmissionPolicy>(client, 0, &synced, &changed, shutdown);
+        let bindings = follow::<ValidatingAdmissionPolicyBinding>(client, 1, &synced, &changed, shutdown);
+        Self { policies, bindings, synced, cost_limit }
+    }
+
+    /// Whether both kinds have been listed.
+    pub fn is_synced(&self) -> bool {
+        self.synced.iter().all(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Every binding's policy as it stands, compiled; refusals and
+    /// warnings logged.
+    pub fn compile(&self) -> Natives {
+        let policies: Vec<ValidatingAdmissionPolicy> = self.policies.state().iter().map(|p| (**p).clone()).collect();
+        let bindings: Vec<ValidatingAdmissionPolicyBinding> =
+            self.bindings.state().iter().map(|b| (**b).clone()).collect();
+        let natives = assemble(&policies, &bindings, self.cost_limit);
+        for refused in &natives.refused {
+            tracing::warn!(error = %error_chain(refused), "native policy not audited");
+        }
+        for warning in &natives.warnings {
+            tracing::warn!(%warning, "native policy audited with a warning");
+        }
+        natives
+    }
+}
+
+/// A reflector of `K` whose every change (once listed) wakes `changed`.
+fn follow<K>(
+    client: &kube::Client,
+    index: usize,
+    synced: &Arc<[AtomicBool; 2]>,
+    changed: &Arc<Notify>,
+    shutdown: &CancellationToken,
+) -> Store<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let api = kube::Api::<K>::all(client.clone());
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+    let (synced, changed, shutdown) = (synced.clone(), changed.clone(), shutdown.clone());
+    let ready = store.clone();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            tokio::select! {
+                item = stream.next() => match item {
+                    Some(Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))) => {
+                        if ready.wait_until_ready().await.is_ok() {
+                            synced[index].store(true, Ordering::Relaxed);
+                            changed.notify_one();
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => tracing::warn!(
+                        kind = K::kind(&()).as_ref(),
+                        error = %error_chain(&err),
+                        "native policy watch failed; retrying with backoff"
+                    ),
+                    None => return,
+                },
+                () = shutdown.cancelled() => return,
+            }
+        }
+    });
+    store
+}
