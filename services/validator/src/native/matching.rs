@@ -210,8 +210,8 @@ impl NativeRule {
     /// Whether the rule selects the objects of a resource, with no
     /// subresource, as the audit lists them.
     fn selects(&self, equivalent: bool, group: &str, version: &str, plural: &str) -> bool {
-        let writes = self.operations.iter().any(|o| matches!(o.as_str(), "*" | "CREATE" | "UPDATE"));
-        writes
+        let creates = self.operations.iter().any(|o| matches!(o.as_str(), "*" | "CREATE"));
+        creates
             && self.resource_names.is_empty()
             && any(&self.api_groups, group)
             && (equivalent || any(&self.api_versions, version))
