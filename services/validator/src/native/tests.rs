@@ -181,3 +181,29 @@ fn a_binding_without_its_policy_binds_nothing_and_the_webhook_refuses_natives() 
     let set = load(POLICY).unwrap_or_else(|e| panic!("{e}"));
     assert!(set.has_native());
 }
+
+#[test]
+fn a_costly_expression_is_stopped_at_the_per_call_limit_and_is_an_error() {
+    let quadratic = POLICY.replace(
+        "object.spec.replicas <= 5",
+        "'object.metadata.annotations.all(a, object.metadata.annotations.all(b, a == b || a != b))'",
+    );
+    let set = load(&quadratic).unwrap_or_else(|e| panic!("{e}"));
+    let annotations: serde_json::Map<String, Value> = (0..300).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let mut object = deployment("web", 1);
+    object["metadata"]["annotations"] = Value::Object(annotations);
+    let settings = Settings {
+        system_namespaces: Vec::new(),
+        cel_deadline: std::time::Duration::from_secs(5),
+        cel_limits: portcullis_cel::budget::Limits { per_call: 10_000, per_policy: 100_000 },
+    };
+    let params = FileParams::new(Vec::new());
+    let cluster = crate::evaluate::Cluster { namespaces: &Labels, params: &params };
+    let req = request("CREATE", "default", object);
+    let started = std::time::Instant::now();
+    let evaluation = evaluate(&set, &settings, cluster, &req, started + std::time::Duration::from_secs(5));
+    assert_eq!(evaluation.exceeded.len(), 1, "{:?}", evaluation.findings);
+    let found = &evaluation.findings[0];
+    assert_eq!(found.kind, crate::evaluate::FindingKind::Error, "{found:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "stopped, not run to the end");
+}
