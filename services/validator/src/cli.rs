@@ -36,6 +36,11 @@ pub enum Command {
     /// Judge the objects that already exist in the cluster and write the
     /// results as OpenReports (one Report per namespace, a ClusterReport).
     Audit(Box<Audit>),
+    /// Print the native ValidatingAdmissionPolicy and binding that make the
+    /// API server itself enforce each policy (multi-document YAML, for
+    /// `kubectl apply -f -`); a policy that needs the webhook is named on
+    /// standard error with the field that stands in the way (exit 1).
+    Vap(Vap),
     /// Print the CustomResourceDefinitions of ValidatorPolicy,
     /// NamespacedValidatorPolicy and PolicyException (multi-document YAML,
     /// for `kubectl apply -f -`).
@@ -133,6 +138,19 @@ pub struct Check {
     /// would hold them; not judged themselves. Repeat for several.
     #[arg(long = "params")]
     pub params: Vec<PathBuf>,
+}
+
+/// `vap` flags.
+#[derive(Debug, clap::Args)]
+pub struct Vap {
+    /// ValidatorPolicy files or directories, as `check` takes them.
+    #[arg(long = "policy", env = "PORTCULLIS_POLICY", value_delimiter = ',', required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The namespace Portcullis runs in: left out, with kube-system,
+    /// kube-public and kube-node-lease, unless a policy sets
+    /// `match.includeSystemNamespaces`, as the webhook leaves it out.
+    #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]
+    pub portcullis_namespace: String,
 }
 
 /// `audit` flags.

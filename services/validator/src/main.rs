@@ -29,6 +29,7 @@ async fn run(cli: Cli) -> anyhow::Result<Answer> {
     match cli.command {
         Command::Ready(args) => Ok(portcullis_server::admin::probe(args.admin_listen).await.into()),
         Command::Check(args) => Ok(portcullis_validator::offline::run(&args)?.into()),
+        Command::Vap(args) => Ok(portcullis_validator::offline::vap(&args)?.into()),
         Command::Crds => {
             print!("{}", portcullis_validator::resources::crds_yaml()?);
             Ok(Answer::from(true))

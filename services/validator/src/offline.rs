@@ -1,6 +1,7 @@
 //! `check`: every finding for every object in the given manifests, by the
 //! same evaluation the server runs. Exit status 1 when anything would be
-//! denied.
+//! denied. `vap`: the native policies that make the API server enforce
+//! the given policies itself.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -12,11 +13,12 @@ use portcullis_cel::workers::Workers;
 use portcullis_server::watch;
 use serde_json::Value;
 
-use crate::cli::Check;
+use crate::cli::{Check, Vap};
 use crate::evaluate::NamespaceLabels;
-use crate::native;
+use crate::exception::ExceptionNamespaces;
+use crate::native::{self, generate};
 use crate::params::FileParams;
-use crate::policy::Action;
+use crate::policy::{self, Action};
 use crate::serve::{Natives, parse, settings};
 use crate::webhook::Validator;
 
@@ -48,7 +50,10 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
         .filter_map(|o| {
             let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
             let labels = serde_json::from_value(o.pointer("/metadata/labels").cloned().unwrap_or(Value::Null)).ok();
-            Some((name, labels.unwrap_or_default()))
+            let mut labels: BTreeMap<String, String> = labels.unwrap_or_default();
+            // As the API server labels every namespace.
+            labels.insert("kubernetes.io/metadata.name".to_owned(), name.clone());
+            Some((name, labels))
         })
         .collect();
     let mut params = Vec::new();
@@ -88,4 +93,29 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
         all_allowed &= !decision.is_denied();
     }
     Ok(all_allowed)
+}
+
+/// Runs `vap`; `Ok(false)` when a policy cannot be pushed down.
+pub fn vap(args: &Vap) -> anyhow::Result<bool> {
+    let contents = watch::read_all(&args.paths).context("reading the policies")?;
+    // Every policy must be valid before it is translated.
+    let system = policy::system_namespaces(&args.portcullis_namespace);
+    parse(&contents, portcullis_cel::cost::DEFAULT_LIMIT, &ExceptionNamespaces::Any, Natives::Judged)
+        .context("the policies are invalid")?;
+    let sources = contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice()));
+    let mut out = std::io::stdout().lock();
+    let mut all = true;
+    for (name, namespace, spec) in policy::specs(sources)? {
+        match generate::generate(&name, namespace.as_deref(), &spec, &system) {
+            Ok(pair) => {
+                writeln!(out, "---\n{}", serde_yaml::to_string(&pair.policy)?.trim_end())?;
+                writeln!(out, "---\n{}", serde_yaml::to_string(&pair.binding)?.trim_end())?;
+            }
+            Err(why) => {
+                all = false;
+                eprintln!("policy {}: not pushed down: {why}", policy::identity(&name, namespace.as_deref()));
+            }
+        }
+    }
+    Ok(all)
 }

@@ -33,6 +33,12 @@ pub const NAMESPACED_KIND: &str = "NamespacedValidatorPolicy";
 /// to these at startup.
 pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
 
+/// [`SYSTEM_NAMESPACES`] and the namespace Portcullis runs in: where no
+/// policy applies unless it includes them.
+pub fn system_namespaces(portcullis_namespace: &str) -> Vec<String> {
+    SYSTEM_NAMESPACES.iter().map(|s| (*s).to_owned()).chain([portcullis_namespace.to_owned()]).collect()
+}
+
 /// Why a policy set was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -318,6 +324,32 @@ pub fn identity(name: &str, namespace: Option<&str>) -> String {
         Some(namespace) => format!("{namespace}/{name}"),
         None => name.to_owned(),
     }
+}
+
+/// Every ValidatorPolicy and NamespacedValidatorPolicy document of
+/// `sources` as written: name, namespace (namespaced ones) and spec; other
+/// kinds are skipped.
+pub fn specs<'a>(
+    sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
+) -> Result<Vec<(String, Option<String>, PolicySpec)>, DocumentError> {
+    let types = [
+        (API_VERSION, KIND),
+        (API_VERSION, NAMESPACED_KIND),
+        (API_VERSION, exception::KIND),
+        (native::API_VERSION, native::POLICY_KIND),
+        (native::API_VERSION, native::BINDING_KIND),
+    ];
+    let mut specs = Vec::new();
+    for raw in documents::parse_typed(sources, &types)? {
+        if raw.kind != KIND && raw.kind != NAMESPACED_KIND {
+            continue;
+        }
+        let namespaced = raw.kind == NAMESPACED_KIND;
+        let doc: documents::Document<PolicySpec> = raw.into_document()?;
+        let namespace = doc.metadata.namespace.filter(|n| namespaced && !n.is_empty());
+        specs.push((doc.metadata.name, namespace, doc.spec));
+    }
+    Ok(specs)
 }
 
 /// Every policy in force, and the exceptions to them.

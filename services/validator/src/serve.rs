@@ -17,7 +17,7 @@ use crate::evaluate::{NamespaceLabels, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
-use crate::policy::{PolicyError, PolicySet, SYSTEM_NAMESPACES};
+use crate::policy::{PolicyError, PolicySet};
 use crate::webhook::{NoNamespaces, Validator};
 
 /// Where the policies come from.
@@ -180,10 +180,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
 
 /// The evaluation settings from the command line.
 pub fn settings(args: &PolicyArgs) -> Settings {
-    let mut system_namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| (*s).to_owned()).collect();
-    system_namespaces.push(args.portcullis_namespace.clone());
     Settings {
-        system_namespaces,
+        system_namespaces: crate::policy::system_namespaces(&args.portcullis_namespace),
         cel_deadline: args.cel_timeout,
         cel_limits: Limits { per_call: args.cel_per_call_limit, per_policy: args.cel_policy_budget },
     }

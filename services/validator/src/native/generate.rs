@@ -1,0 +1,210 @@
+//! A `ValidatorPolicy` as the native ValidatingAdmissionPolicy and binding
+//! that make the API server enforce it in-process, without a webhook call:
+//! the core of pushing policies down. Only what the API server can do is
+//! translated; anything else (built-in rules, selection by kind) is
+//! refused with the field that stands in the way, never approximated.
+
+use k8s_openapi::api::admissionregistration::v1 as reg;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
+use portcullis_admission::selector;
+
+use crate::cel;
+use crate::policy::{Action, FailurePolicy, PolicySpec};
+
+/// The label every generated object carries.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "portcullis-validator");
+
+/// The label the API server sets on every namespace: its name.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Why a policy cannot be enforced by the API server alone: the field,
+/// and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct NotPushable {
+    /// The field that stands in the way.
+    pub field: String,
+    /// Why.
+    pub why: &'static str,
+}
+
+/// The generated pair.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The policy.
+    pub policy: reg::ValidatingAdmissionPolicy,
+    /// Its binding, of the same name.
+    pub binding: reg::ValidatingAdmissionPolicyBinding,
+}
+
+/// The name of the pair generated for the policy `name` (in `namespace`,
+/// for a NamespacedValidatorPolicy).
+pub fn generated_name(name: &str, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) => format!("portcullis.{ns}.{name}"),
+        None => format!("portcullis.{name}"),
+    }
+}
+
+/// The VAP and binding enforcing the policy `name` (in `namespace`) with
+/// `spec`, outside `system_namespaces` unless it includes them, as the
+/// webhook would. `Err` names the first field the API server cannot
+/// enforce.
+pub fn generate(
+    name: &str,
+    namespace: Option<&str>,
+    spec: &PolicySpec,
+    system_namespaces: &[String],
+) -> Result<Generated, NotPushable> {
+    let refuse = |field: String, why| Err(NotPushable { field, why });
+    if !spec.rules.is_empty() {
+        return refuse("spec.rules".into(), "built-in rules are evaluated by the webhook only");
+    }
+    let m = &spec.matching;
+    let operations =
+        if m.operations.is_empty() { vec!["CREATE".into(), "UPDATE".into()] } else { m.operations.clone() };
+    let scope = namespace.map(|_| "Namespaced".to_owned());
+    let mut rules = Vec::new();
+    for (i, rule) in m.resources.iter().enumerate() {
+        if !rule.kinds.is_empty() {
+            return refuse(
+                format!("spec.match.resources[{i}].kinds"),
+                "a ValidatingAdmissionPolicy selects by resource, not by kind: name the resources instead",
+            );
+        }
+        rules.push(reg::NamedRuleWithOperations {
+            api_groups: Some(rule.api_groups.clone()),
+            api_versions: Some(rule.api_versions.clone()),
+            // Ours: no resources is every resource without a subresource.
+            resources: Some(if rule.resources.is_empty() { vec!["*".into()] } else { rule.resources.clone() }),
+            operations: Some(operations.clone()),
+            scope: scope.clone(),
+            resource_names: None,
+        });
+    }
+    if rules.is_empty() {
+        rules.push(reg::NamedRuleWithOperations {
+            api_groups: Some(vec!["*".into()]),
+            api_versions: Some(vec!["*".into()]),
+            resources: Some(vec!["*".into()]),
+            operations: Some(operations),
+            scope,
+            resource_names: None,
+        });
+    }
+    let mut namespace_selector = m.namespace_selector.as_ref().map(to_k8s).unwrap_or_default();
+    let mut left_out: Vec<String> = m.exclude_namespaces.clone();
+    if !m.include_system_namespaces {
+        left_out.extend(system_namespaces.iter().cloned());
+    }
+    let expressions = namespace_selector.match_expressions.get_or_insert_with(Vec::new);
+    if let Some(own) = namespace {
+        expressions.push(requirement("In", vec![own.to_owned()]));
+    } else if !left_out.is_empty() {
+        expressions.push(requirement("NotIn", left_out));
+    }
+    if expressions.is_empty() {
+        namespace_selector.match_expressions = None;
+    }
+    let (param_kind, param_ref) = match (&spec.param_kind, &spec.param_ref) {
+        (Some(kind), Some(reference)) => {
+            let param_ref: reg::ParamRef = serde_json::from_value(reference.clone()).map_err(|_| NotPushable {
+                field: "spec.paramRef".into(),
+                why: "not a ValidatingAdmissionPolicyBinding paramRef",
+            })?;
+            let kind = reg::ParamKind { api_version: Some(kind.api_version.clone()), kind: Some(kind.kind.clone()) };
+            (Some(kind), Some(param_ref))
+        }
+        _ => (None, None),
+    };
+    let generated = generated_name(name, namespace);
+    let metadata = ObjectMeta {
+        name: Some(generated.clone()),
+        labels: Some([(MANAGED_BY.0.to_owned(), MANAGED_BY.1.to_owned())].into()),
+        ..Default::default()
+    };
+    let policy = reg::ValidatingAdmissionPolicy {
+        metadata: metadata.clone(),
+        spec: Some(reg::ValidatingAdmissionPolicySpec {
+            failure_policy: Some(
+                match spec.failure_policy {
+                    FailurePolicy::Fail => "Fail",
+                    FailurePolicy::Ignore => "Ignore",
+                }
+                .into(),
+            ),
+            match_constraints: Some(reg::MatchResources {
+                resource_rules: Some(rules),
+                namespace_selector: Some(namespace_selector),
+                object_selector: m.object_selector.as_ref().map(to_k8s),
+                match_policy: Some("Equivalent".into()),
+                exclude_resource_rules: None,
+            }),
+            match_conditions: some(
+                spec.match_conditions
+                    .iter()
+                    .map(|c| reg::MatchCondition { name: c.name.clone(), expression: c.expression.clone() }),
+            ),
+            variables: some(
+                spec.variables.iter().map(|v| reg::Variable { name: v.name.clone(), expression: v.expression.clone() }),
+            ),
+            validations: some(spec.validations.iter().map(validation)),
+            audit_annotations: some(
+                spec.audit_annotations
+                    .iter()
+                    .map(|a| reg::AuditAnnotation { key: a.key.clone(), value_expression: a.value_expression.clone() }),
+            ),
+            param_kind,
+        }),
+        status: None,
+    };
+    let action = match spec.action {
+        Action::Deny => "Deny",
+        Action::Warn => "Warn",
+        Action::Audit => "Audit",
+    };
+    let binding = reg::ValidatingAdmissionPolicyBinding {
+        metadata,
+        spec: reg::ValidatingAdmissionPolicyBindingSpec {
+            policy_name: generated,
+            validation_actions: vec![action.into()],
+            param_ref,
+            match_resources: None,
+        },
+    };
+    Ok(Generated { policy, binding })
+}
+
+fn validation(v: &cel::Validation) -> reg::Validation {
+    reg::Validation {
+        expression: v.expression.clone(),
+        message: v.message.clone(),
+        message_expression: v.message_expression.clone(),
+        reason: v.reason.map(|r| format!("{r:?}")),
+    }
+}
+
+fn some<T>(items: impl Iterator<Item = T>) -> Option<Vec<T>> {
+    let items: Vec<T> = items.collect();
+    (!items.is_empty()).then_some(items)
+}
+
+fn requirement(operator: &str, values: Vec<String>) -> LabelSelectorRequirement {
+    LabelSelectorRequirement { key: NAMESPACE_NAME_LABEL.into(), operator: operator.into(), values: Some(values) }
+}
+
+fn to_k8s(s: &selector::LabelSelector) -> LabelSelector {
+    LabelSelector {
+        match_labels: (!s.match_labels.is_empty()).then(|| s.match_labels.clone()),
+        match_expressions: (!s.match_expressions.is_empty()).then(|| {
+            s.match_expressions
+                .iter()
+                .map(|r| LabelSelectorRequirement {
+                    key: r.key.clone(),
+                    operator: format!("{:?}", r.operator),
+                    values: (!r.values.is_empty()).then(|| r.values.clone()),
+                })
+                .collect()
+        }),
+    }
+}
