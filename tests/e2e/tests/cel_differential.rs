@@ -450,10 +450,11 @@ async fn enforced_as(api: &Api<ConfigMap>, what: &str, expected: Verdict) {
     }
 }
 
-/// Portcullis' verdicts on the native policy and binding themselves
-/// (`check` given the very YAML the API server was given), by object name;
-/// the namespace, with the label the binding selects, is among the
-/// manifests as it would be in a repository.
+/// Portcullis' verdicts on `policy` by `check`, by object name, with the
+/// namespace (labelled as the policy's or binding's namespaceSelector
+/// selects it) among the manifests, as it would be in a repository: used
+/// with the native policy and binding themselves (the very YAML the API
+/// server was given), and with a policy that selects its namespace.
 fn native(name: &str, policy: &Value, ns: &str, items: &[Value], params: Vec<Value>) -> BTreeMap<String, Verdict> {
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/diff": name}}});
@@ -671,6 +672,48 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
     let Tally { compared, denied, errors, differences } = tally;
     println!("{compared} objects compared, {denied} denied by the API server ({errors} by an evaluation error)");
     assert!(compared >= 400, "only {compared} cases (each object judged by the native policy and the ValidatorPolicy)");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(denied > compared / 10 && denied < compared * 9 / 10, "the corpus should both allow and deny: {denied}");
+}
+
+/// Pushed down: each case's ValidatorPolicy (selecting its namespace) is
+/// turned into a native policy and binding by `portcullis-validator vap`,
+/// applied to the API server, and the API server's verdicts must be the
+/// webhook's (`check` on the ValidatorPolicy), message included.
+#[tokio::test]
+async fn pushed_down_policies_give_the_webhooks_verdicts() {
+    let client = cluster().client().await;
+    let mut rng = Rng(0x0b5e_55ed_c0ff_ee00);
+    let mut tally = Tally::default();
+    for (index, case) in CASES.iter().enumerate() {
+        let name = unique(&format!("push{index}"));
+        namespace(&client, &name, &[("e2e.portcullis.dev/diff", &name)]).await;
+        let mut policy = portcullis_policy(&name, case);
+        policy["spec"]["match"]["namespaceSelector"] = json!({"matchLabels": {"e2e.portcullis.dev/diff": name}});
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let file = dir.path().join("policy.json");
+        std::fs::write(&file, policy.to_string()).expect("writing a test file");
+        let generated = Command::new(binaries().join("portcullis-validator"))
+            .args(["vap", "--policy", file.to_str().expect("a UTF-8 path")])
+            .output()
+            .expect("running a command");
+        let yaml = ok(generated);
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &name);
+        enforced(&api, &format!("pushed-down case {index}")).await;
+        let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
+        let items: Vec<Value> = objects.iter().map(|o| in_namespace(o, &name)).collect();
+        let ours = native(&name, &policy, &name, &items, Vec::new());
+        for object in &objects {
+            let object_name = object["metadata"]["name"].as_str().unwrap();
+            let theirs = api_server(&api, object).await;
+            tally.record(format!("pushed-down case {index} {object}"), theirs, ours.get(object_name));
+        }
+        let generated = format!("portcullis.{name}");
+        ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &generated]));
+    }
+    let Tally { compared, denied, differences, .. } = tally;
+    println!("{compared} objects compared with pushed-down policies, {denied} denied by the API server");
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
     assert!(denied > compared / 10 && denied < compared * 9 / 10, "the corpus should both allow and deny: {denied}");
 }
