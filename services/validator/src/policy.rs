@@ -28,6 +28,15 @@ pub const KIND: &str = "ValidatorPolicy";
 /// The `kind` of a policy that applies in its own namespace only.
 pub const NAMESPACED_KIND: &str = "NamespacedValidatorPolicy";
 
+/// The documents policy files may hold: `(apiVersion, kind)`.
+const DOCUMENT_TYPES: [(&str, &str); 5] = [
+    (API_VERSION, KIND),
+    (API_VERSION, NAMESPACED_KIND),
+    (API_VERSION, exception::KIND),
+    (native::API_VERSION, native::POLICY_KIND),
+    (native::API_VERSION, native::BINDING_KIND),
+];
+
 /// Namespaces no policy applies to unless it sets
 /// `match.includeSystemNamespaces: true`; the Portcullis namespace is added
 /// to these at startup.
@@ -332,15 +341,8 @@ pub fn identity(name: &str, namespace: Option<&str>) -> String {
 pub fn specs<'a>(
     sources: impl IntoIterator<Item = (&'a Path, &'a [u8])>,
 ) -> Result<Vec<(String, Option<String>, PolicySpec)>, DocumentError> {
-    let types = [
-        (API_VERSION, KIND),
-        (API_VERSION, NAMESPACED_KIND),
-        (API_VERSION, exception::KIND),
-        (native::API_VERSION, native::POLICY_KIND),
-        (native::API_VERSION, native::BINDING_KIND),
-    ];
     let mut specs = Vec::new();
-    for raw in documents::parse_typed(sources, &types)? {
+    for raw in documents::parse_typed(sources, &DOCUMENT_TYPES)? {
         if raw.kind != KIND && raw.kind != NAMESPACED_KIND {
             continue;
         }
@@ -401,14 +403,7 @@ impl PolicySet {
         let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
         let mut exceptions = Vec::new();
         let (mut native_policies, mut native_bindings) = (Vec::new(), Vec::new());
-        let types = [
-            (API_VERSION, KIND),
-            (API_VERSION, NAMESPACED_KIND),
-            (API_VERSION, exception::KIND),
-            (native::API_VERSION, native::POLICY_KIND),
-            (native::API_VERSION, native::BINDING_KIND),
-        ];
-        for raw in documents::parse_typed(sources, &types)? {
+        for raw in documents::parse_typed(sources, &DOCUMENT_TYPES)? {
             match raw.kind.as_str() {
                 exception::KIND => {
                     exceptions.push(raw);

@@ -43,28 +43,13 @@ fn load(yaml: &str) -> Result<PolicySet, PolicyError> {
     PolicySet::from_sources([(Path::new("vap.yaml"), yaml.as_bytes())], portcullis_cel::cost::DEFAULT_LIMIT)
 }
 
-fn request(operation: &str, namespace: &str, object: Value) -> Request {
-    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-    let (group, resource) = match kind.as_str() {
-        "Deployment" => ("apps", "deployments"),
-        "Namespace" => ("", "namespaces"),
-        _ => ("", "configmaps"),
-    };
-    let version = "v1";
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "1",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": resource},
-            "name": object["metadata"]["name"],
-            "namespace": namespace,
-            "operation": operation,
-            "userInfo": {},
-            "object": object,
-        }
-    });
+fn request(operation: &str, namespace: &str, mut object: Value) -> Request {
+    object["metadata"]["namespace"] = json!(namespace);
+    let mut review = portcullis_admission::manifest::as_review(object).unwrap_or_else(|e| panic!("{e}"));
+    review["request"]["operation"] = json!(operation);
+    if review["request"]["kind"]["kind"] == "Namespace" {
+        review["request"]["namespace"] = review["request"]["name"].clone();
+    }
     decode(&serde_json::to_vec(&review).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
