@@ -137,7 +137,12 @@ fn get_report(ns: &str) -> Option<Value> {
 #[tokio::test]
 async fn stored_objects_that_break_native_policies_are_reported_as_the_api_server_judges_them() {
     install_reports();
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", repo().join("deploy/base/crds").to_str().unwrap()]));
+    ok(cluster().kubectl(&[
+        "apply",
+        "--server-side",
+        "-k",
+        repo().join("deploy/base/crds").to_str().expect("a test step"),
+    ]));
     ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
     let client = cluster().client().await;
     let ns = unique("native-audit");
@@ -154,7 +159,7 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
     .await;
 
     let (_audit, _admin) = start_watching("native-audit", &unique("native-audit-lease"), &[]);
-    let names: Vec<&str> = objects.iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = objects.iter().map(|o| o["metadata"]["name"].as_str().expect("a test step")).collect();
     let report = eventually("every stored object judged by the three policies", MINUTE, || {
         let report = get_report(&ns)?;
         let all = names.iter().all(|n| [&size, &owner, &forbidden].iter().all(|p| result(&report, p, n).is_some()));
@@ -164,10 +169,10 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
 
     let mut differences = Vec::new();
     for object in &objects {
-        let name = object["metadata"]["name"].as_str().unwrap();
+        let name = object["metadata"]["name"].as_str().expect("a test step");
         let (denial, warnings) = api_server(object);
         let (size_result, owner_result) =
-            (result(&report, &size, name).unwrap(), result(&report, &owner, name).unwrap());
+            (result(&report, &size, name).expect("a test step"), result(&report, &owner, name).expect("a test step"));
         // Deny: `fail` with the API server's message exactly when it denies.
         let ours = (size_result["result"] == "fail").then(|| size_result["message"].as_str().unwrap_or_default());
         if ours != denial.as_deref() {
@@ -189,12 +194,12 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
 
     // Audit: no admission verdict to compare; `fail` with action audit.
-    let audited = result(&report, &forbidden, "has-secret").unwrap();
+    let audited = result(&report, &forbidden, "has-secret").expect("a test step");
     assert_eq!(audited["result"], "fail", "{audited}");
     assert_eq!(audited["properties"]["action"], "audit");
     assert_eq!(audited["properties"]["binding"], forbidden.as_str());
     assert_eq!(audited["message"], "the key secret is forbidden");
-    assert_eq!(result(&report, &forbidden, "two-keys").unwrap()["result"], "pass");
+    assert_eq!(result(&report, &forbidden, "two-keys").expect("a test step")["result"], "pass");
 
     // A deleted binding binds nothing: its results go.
     ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding", &size]));

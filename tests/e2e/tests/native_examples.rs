@@ -1,0 +1,263 @@
+//! Kubernetes' documentation's ValidatingAdmissionPolicy examples,
+//! tested before they reach a cluster: each is created in the real API
+//! server (bound to a namespace of its own), Deployments on both sides of
+//! its edges are created there by kubectl (server-side dry run), and the
+//! same YAML is given to `portcullis-validator check` with the same
+//! objects. Denied or not, the denial's message and every warning must be
+//! the same. The example the API server can judge and Portcullis cannot
+//! (it reads `namespaceObject`) is refused by `check` with the reason.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portcullis_e2e::webhook::namespace;
+use portcullis_e2e::{binaries, cluster, ok, unique};
+use serde_json::{Value, json};
+
+/// The examples, as the documentation writes them (names made unique, the
+/// binding narrowed to the test's namespace, params as ConfigMaps).
+fn examples(ns: &str) -> Vec<(String, String)> {
+    let binding = |name: &str, actions: &str, extra: &str| {
+        format!(
+            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {{name: {name}}}\nspec:\n  policyName: {name}\n  validationActions: {actions}\n{extra}\
+             \x20 matchResources:\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/example: {ns}}}}}\n"
+        )
+    };
+    let deployments = "  matchConstraints:\n    resourceRules:\n    - apiGroups: [apps]\n      apiVersions: [v1]\n      \
+                       operations: [CREATE, UPDATE]\n      resources: [deployments]\n";
+    let demo = format!("demo-policy.{ns}");
+    let warn = format!("warn-policy.{ns}");
+    let limit = format!("replicalimit-policy.{ns}");
+    let images = format!("image-registry.{ns}");
+    vec![
+        (
+            demo.clone(),
+            format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {demo}}}\n\
+                 spec:\n  failurePolicy: Fail\n{deployments}  validations:\n  - expression: \"object.spec.replicas <= 5\"\n{}",
+                binding(&demo, "[Deny]", "")
+            ),
+        ),
+        (
+            warn.clone(),
+            format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {warn}}}\n\
+                 spec:\n{deployments}  validations:\n  - expression: \"object.spec.replicas <= 3\"\n    \
+                 message: \"replicas above 3\"\n  - expression: \"has(object.metadata.labels) && 'app' in object.metadata.labels\"\n\
+                 \x20   reason: Invalid\n  auditAnnotations:\n  - key: high-replica-count\n    valueExpression: \
+                 \"object.spec.replicas > 50 ? 'Deployment spec.replicas set to ' + string(object.spec.replicas) : null\"\n{}",
+                binding(&warn, "[Warn, Audit]", "")
+            ),
+        ),
+        (
+            limit.clone(),
+            format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {limit}}}\n\
+                 spec:\n  failurePolicy: Fail\n  paramKind: {{apiVersion: v1, kind: ConfigMap}}\n{deployments}  validations:\n  \
+                 - expression: \"object.spec.replicas <= int(params.data.maxReplicas)\"\n    messageExpression: \
+                 \"'object.spec.replicas must be no greater than ' + params.data.maxReplicas\"\n    reason: Invalid\n{}",
+                binding(
+                    &limit,
+                    "[Deny]",
+                    &format!("  paramRef: {{name: replica-limit, namespace: {ns}, parameterNotFoundAction: Deny}}\n")
+                )
+            ),
+        ),
+        (
+            images.clone(),
+            format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {images}}}\n\
+                 spec:\n{deployments}  matchConditions:\n  - name: not-exempt\n    expression: \
+                 \"!has(object.metadata.annotations) || !('exempt' in object.metadata.annotations)\"\n  variables:\n  \
+                 - name: containers\n    expression: object.spec.template.spec.containers\n  validations:\n  \
+                 - expression: \"variables.containers.all(c, c.image.startsWith('registry.example.com/'))\"\n    \
+                 messageExpression: \"'images must come from registry.example.com: ' + \
+                 variables.containers.filter(c, !c.image.startsWith('registry.example.com/')).map(c, c.image).join(', ')\"\n{}",
+                binding(&images, "[Deny]", "")
+            ),
+        ),
+    ]
+}
+
+fn deployment(ns: &str, name: &str, replicas: u32, images: &[&str], labelled: bool, exempt: bool) -> Value {
+    let containers: Vec<Value> =
+        images.iter().enumerate().map(|(i, image)| json!({"name": format!("c{i}"), "image": image})).collect();
+    let mut d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}
+    });
+    if labelled {
+        d["metadata"]["labels"] = json!({"app": name});
+    }
+    if exempt {
+        d["metadata"]["annotations"] = json!({"exempt": "yes"});
+    }
+    d
+}
+
+/// Deployments on both sides of every example's edges.
+fn corpus(ns: &str) -> Vec<Value> {
+    let good = "registry.example.com/web:1";
+    let mut all = Vec::new();
+    for (i, replicas) in [0, 1, 3, 4, 5, 6, 7, 60].into_iter().enumerate() {
+        all.push(deployment(ns, &format!("r{i}"), replicas, &[good], i % 2 == 0, false));
+    }
+    all.push(deployment(ns, "foreign", 1, &[good, "docker.io/nginx", "nginx:1.27"], true, false));
+    all.push(deployment(ns, "foreign-exempt", 1, &["nginx"], true, true));
+    all.push(deployment(ns, "foreign-many", 9, &["quay.io/a", good], false, false));
+    all
+}
+
+/// What one side says of one object: the denial's message, and the
+/// warnings, each as `ValidatingAdmissionPolicy 'P' with binding 'B'...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    denied: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// The API server's verdict (kubectl, server-side dry run).
+fn api_server(object: &Value) -> Verdict {
+    let out = cluster().kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &object.to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut warnings: Vec<String> =
+        stderr.lines().filter_map(|l| l.strip_prefix("Warning: ")).map(str::to_owned).collect();
+    warnings.sort();
+    let denied = (!out.status.success()).then(|| {
+        let at = stderr.find("ValidatingAdmissionPolicy '").unwrap_or_else(|| panic!("{stderr}"));
+        stderr[at..].trim().to_owned()
+    });
+    Verdict { denied, warnings }
+}
+
+/// `check`'s verdicts, by Deployment name.
+fn check(policies: &str, params: &Value, objects: &[Value]) -> std::collections::BTreeMap<String, Verdict> {
+    let dir = tempfile::tempdir().expect("a test step");
+    let (policy, manifests, params_file) =
+        (dir.path().join("vap.yaml"), dir.path().join("objects.json"), dir.path().join("params.json"));
+    std::fs::write(&policy, policies).expect("a test step");
+    std::fs::write(&manifests, json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string())
+        .expect("a test step");
+    std::fs::write(&params_file, params.to_string()).expect("a test step");
+    let out = Command::new(binaries().join("portcullis-validator"))
+        .arg("check")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("-f")
+        .arg(&manifests)
+        .arg("--params")
+        .arg(&params_file)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("a test step");
+    assert!(out.status.code().is_some_and(|c| c <= 1), "check failed");
+    let mut verdicts = std::collections::BTreeMap::new();
+    let mut current = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(rest) = line.strip_prefix("Deployment ") {
+            let (what, _) = rest.split_once(": ").expect("a test step");
+            let name = what.split_once('/').map_or(what, |(_, n)| n).to_owned();
+            verdicts.insert(name.clone(), Verdict { denied: None, warnings: Vec::new() });
+            current = Some(name);
+        } else if let Some(name) = &current {
+            let verdict = verdicts.get_mut(name).expect("a test step");
+            if let Some(denial) = line.strip_prefix("  deny: ") {
+                assert!(verdict.denied.is_none(), "one denial per policy, and one Deny policy at a time here");
+                verdict.denied = Some(denial.to_owned());
+            } else if let Some(warning) = line.strip_prefix("  warning: ") {
+                verdict.warnings.push(warning.to_owned());
+                verdict.warnings.sort();
+            }
+        }
+    }
+    verdicts
+}
+
+#[tokio::test]
+async fn the_documentations_examples_give_the_api_servers_verdicts() {
+    let client = cluster().client().await;
+    let ns = unique("examples");
+    namespace(&client, &ns, &[("e2e.portcullis.dev/example", &ns)]).await;
+    let params = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "replica-limit", "namespace": ns}, "data": {"maxReplicas": "4"}});
+    ok(cluster().kubectl_stdin(&["create", "-f", "-"], &params.to_string()));
+    let corpus = corpus(&ns);
+    let (mut compared, mut denied, mut warned, mut differences) = (0, 0, 0, Vec::new());
+    for (name, yaml) in examples(&ns) {
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
+        // In force once the API server judges the corpus as it will: it
+        // says something of the object every example finds fault with.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let faulty = &corpus[corpus.len() - 1];
+        while api_server(faulty) == (Verdict { denied: None, warnings: Vec::new() }) {
+            assert!(Instant::now() < deadline, "the API server does not enforce {name}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let ours = check(&yaml, &params, &corpus);
+        for object in &corpus {
+            let object_name = object["metadata"]["name"].as_str().expect("a test step");
+            let theirs = api_server(object);
+            compared += 1;
+            denied += usize::from(theirs.denied.is_some());
+            warned += usize::from(!theirs.warnings.is_empty());
+            if ours.get(object_name) != Some(&theirs) {
+                differences
+                    .push(format!("{name} {object_name}: API server {theirs:?}, check {:?}", ours.get(object_name)));
+            }
+        }
+        ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
+    }
+    println!("{compared} verdicts compared: {denied} denials, {warned} with warnings");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(denied > 5 && warned > 3 && denied < compared, "the corpus should deny, warn and allow");
+}
+
+/// The documentation's example that reads `namespaceObject`: the API
+/// server takes it; `check` cannot judge it and says so, never passing.
+#[test]
+fn an_example_check_cannot_judge_is_refused_with_the_reason() {
+    let yaml = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: image-matches-namespace-environment.policy.example.com}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  variables:
+  - name: environment
+    expression: "'environment' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['environment'] : 'prod'"
+  validations:
+  - expression: "variables.environment == 'prod'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: image-matches}
+spec: {policyName: image-matches-namespace-environment.policy.example.com, validationActions: [Deny]}
+"#;
+    let dir = tempfile::tempdir().expect("a test step");
+    let policy = dir.path().join("vap.yaml");
+    std::fs::write(&policy, yaml).expect("a test step");
+    let objects = dir.path().join("d.json");
+    std::fs::write(&objects, deployment("default", "web", 1, &["nginx"], true, false).to_string())
+        .expect("a test step");
+    let out = Command::new(binaries().join("portcullis-validator"))
+        .arg("check")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("-f")
+        .arg(&objects)
+        .output()
+        .expect("a test step");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "no verdict: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        stderr.contains("image-matches-namespace-environment.policy.example.com") && stderr.contains("namespaceObject"),
+        "{stderr}"
+    );
+}
