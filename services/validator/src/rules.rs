@@ -62,6 +62,11 @@ impl Pattern {
     fn describe(&self) -> &str {
         &self.text
     }
+
+    /// The pattern as written; empty: any value.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
 }
 
 /// The built-in rules of one policy; every rule set is checked.
@@ -296,7 +301,7 @@ impl Rules {
 }
 
 /// Kinds with `spec.replicas` (default 1) that `replicas` bounds, besides `Scale`.
-const REPLICATED_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"];
+pub(crate) const REPLICATED_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"];
 
 fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(String)) {
     let default = match kind {

@@ -265,3 +265,76 @@ spec: {policyName: image-matches-namespace-environment.policy.example.com, valid
         "{stderr}"
     );
 }
+
+/// Built-in rules pushed down: a ValidatorPolicy with required labels and
+/// annotations and replica bounds, turned into a native pair by
+/// `portcullis-validator vap` and applied to the API server, which then
+/// denies the same Deployments as the webhook (`check`), naming the
+/// webhook's first finding.
+#[tokio::test]
+async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
+    let client = cluster().client().await;
+    let ns = unique("builtin");
+    namespace(&client, &ns, &[("e2e.portcullis.dev/example", &ns)]).await;
+    let policy = format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: {ns}}}\nspec:\n  match:\n    \
+         resources: [{{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}}]\n    \
+         namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/example: {ns}}}}}\n  rules:\n    \
+         requiredLabels: {{app: \"r[0-9]+|foreign.*\"}}\n    replicas: {{min: 1, max: 6}}\n"
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("policy.yaml");
+    std::fs::write(&file, &policy).expect("writing a test file");
+    let generated = Command::new(binaries().join("portcullis-validator"))
+        .arg("vap")
+        .arg("--policy")
+        .arg(&file)
+        .output()
+        .expect("running vap");
+    ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &ok(generated)));
+    let corpus = corpus(&ns);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api_server(&corpus[0]).denied.is_none() {
+        assert!(Instant::now() < deadline, "the API server does not enforce the pushed-down policy");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The webhook's words: `[NAME] Deployment NS/OBJECT: MESSAGE`.
+    let checked = Command::new(binaries().join("portcullis-validator"))
+        .arg("check")
+        .arg("--policy")
+        .arg(&file)
+        .arg("-f")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/example": ns}}});
+            let items: Vec<&Value> = std::iter::once(&namespace).chain(&corpus).collect();
+            let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+            child.stdin.take().expect("stdin").write_all(list.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("running check");
+    let stdout = String::from_utf8_lossy(&checked.stdout).into_owned();
+    let (mut denied, mut differences) = (0, Vec::new());
+    for object in &corpus {
+        let name = object["metadata"]["name"].as_str().expect("a name");
+        let prefix = format!("  deny: [{ns}] Deployment {ns}/{name}: ");
+        let ours = stdout
+            .split_once(&format!("Deployment {ns}/{name}: "))
+            .and_then(|(_, rest)| rest.lines().skip(1).take_while(|l| l.starts_with("  ")).next().map(str::to_owned))
+            .and_then(|line| line.strip_prefix(&prefix).map(str::to_owned));
+        let theirs = api_server(object).denied.map(|d| d.split_once("denied request: ").map(|(_, m)| m.to_owned()));
+        denied += usize::from(theirs.is_some());
+        if theirs.flatten() != ours {
+            differences.push(format!("{name}: API server {:?}, webhook {ours:?}", api_server(object).denied));
+        }
+    }
+    assert!(differences.is_empty(), "{} differences:\n{}\n{stdout}", differences.len(), differences.join("\n"));
+    assert!(denied > 2 && denied < corpus.len(), "the corpus should both allow and deny: {denied}");
+    let name = format!("portcullis.{ns}");
+    ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", &name]));
+}

@@ -1,13 +1,16 @@
 //! A `ValidatorPolicy` as the native ValidatingAdmissionPolicy and binding
 //! that make the API server enforce it in-process, without a webhook call:
 //! the core of pushing policies down. Only what the API server can do is
-//! translated; anything else (built-in rules, selection by kind) is
-//! refused with the field that stands in the way, never approximated.
+//! translated, the built-in rules that CEL expresses included
+//! ([`builtin`]); anything else (the other built-in rules, selection by
+//! kind) is refused with the field that stands in the way, never
+//! approximated.
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use portcullis_admission::selector;
 
+use super::builtin;
 use crate::cel;
 use crate::policy::{Action, FailurePolicy, PolicySpec};
 
@@ -57,12 +60,16 @@ pub fn generate(
     system_namespaces: &[String],
 ) -> Result<Generated, NotPushable> {
     let refuse = |field: String, why| Err(NotPushable { field, why });
-    if !spec.rules.is_empty() {
-        return refuse("spec.rules".into(), "built-in rules are evaluated by the webhook only");
-    }
     let m = &spec.matching;
     let operations =
         if m.operations.is_empty() { vec!["CREATE".into(), "UPDATE".into()] } else { m.operations.clone() };
+    let (rule_variables, rule_validations) = builtin::as_cel(&spec.rules)?;
+    if !rule_validations.is_empty() && operations.iter().any(|o| o == "DELETE" || o == "*") {
+        return refuse(
+            "spec.match.operations".into(),
+            "built-in rules judge the old object of a DELETE, which a ValidatingAdmissionPolicy sees as `oldObject`",
+        );
+    }
     let scope = namespace.map(|_| "Namespaced".to_owned());
     let mut rules = Vec::new();
     for (i, rule) in m.resources.iter().enumerate() {
@@ -145,10 +152,11 @@ pub fn generate(
                     .iter()
                     .map(|c| reg::MatchCondition { name: c.name.clone(), expression: c.expression.clone() }),
             ),
-            variables: some(
+            // The built-in rules first: the webhook reports their findings first.
+            variables: some(rule_variables.into_iter().chain(
                 spec.variables.iter().map(|v| reg::Variable { name: v.name.clone(), expression: v.expression.clone() }),
-            ),
-            validations: some(spec.validations.iter().map(validation)),
+            )),
+            validations: some(rule_validations.into_iter().chain(spec.validations.iter().map(validation))),
             audit_annotations: some(
                 spec.audit_annotations
                     .iter()

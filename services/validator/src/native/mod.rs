@@ -13,6 +13,7 @@
 //! outside it (`authorizer`, `namespaceObject`), is a clear error, never a
 //! silent pass.
 
+pub mod builtin;
 pub mod generate;
 pub mod matching;
 pub mod watched;

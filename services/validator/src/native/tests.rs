@@ -195,6 +195,82 @@ fn a_costly_expression_is_stopped_at_the_per_call_limit_and_is_an_error() {
     assert!(started.elapsed() < std::time::Duration::from_secs(1), "stopped, not run to the end");
 }
 
+/// The native pair of `ours` (one ValidatorPolicy), loaded as `check` loads it.
+fn pushed_down(ours: &str) -> PolicySet {
+    let specs = crate::policy::specs([(Path::new("p.yaml"), ours.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
+    let (name, namespace, spec) = &specs[0];
+    let system = crate::policy::system_namespaces("portcullis-system");
+    let pair = super::generate::generate(name, namespace.as_deref(), spec, &system).unwrap_or_else(|e| panic!("{e}"));
+    let yaml = format!(
+        "{}---\n{}",
+        serde_yaml::to_string(&pair.policy).unwrap_or_default(),
+        serde_yaml::to_string(&pair.binding).unwrap_or_default()
+    );
+    load(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
+}
+
+/// The messages of the findings of `set` on `req`, without the webhook's
+/// `Kind namespace/name: ` prefix.
+fn messages(set: &PolicySet, req: &Request) -> Vec<String> {
+    run(set, req)
+        .findings
+        .into_iter()
+        .map(|f| f.message.split_once(": ").map_or(f.message.clone(), |(_, m)| m.to_owned()))
+        .collect()
+}
+
+#[test]
+fn built_in_rules_pushed_down_say_what_the_webhook_says() {
+    let ours = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: built-in}
+spec:
+  rules:
+    requiredLabels: {team: "", tier: "web|db"}
+    requiredAnnotations: {"example.com/owner": ".+@example\\.com"}
+    replicas: {min: 2, max: 5}
+    services: {forbiddenTypes: [NodePort, LoadBalancer], forbidExternalIPs: true}
+"#;
+    let ours_set = load(ours).unwrap_or_else(|e| panic!("{e}"));
+    let native_set = pushed_down(ours);
+    let labelled = |mut o: Value, tier: &str, owner: &str| {
+        o["metadata"]["labels"] = json!({"team": "a", "tier": tier});
+        o["metadata"]["annotations"] = json!({"example.com/owner": owner});
+        o
+    };
+    let service = |kind: Option<&str>, ips: bool| {
+        let mut s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}});
+        if let Some(kind) = kind {
+            s["spec"]["type"] = json!(kind);
+        }
+        if ips {
+            s["spec"]["externalIPs"] = json!(["1.2.3.4"]);
+        }
+        labelled(s, "web", "a@example.com")
+    };
+    let mut no_replicas = labelled(deployment("web", 1), "db", "a@example.com");
+    no_replicas["spec"] = json!({});
+    let cases = [
+        deployment("web", 3),
+        labelled(deployment("web", 3), "web", "a@example.com"),
+        labelled(deployment("web", 1), "web", "a@example.com"),
+        labelled(deployment("web", 9), "cache", "a@example.org"),
+        no_replicas,
+        service(None, false),
+        service(Some("NodePort"), false),
+        service(Some("ClusterIP"), true),
+        service(Some("LoadBalancer"), true),
+    ];
+    for object in cases {
+        let req = request("CREATE", "team-a", object.clone());
+        let (theirs, mine) = (messages(&native_set, &req), messages(&ours_set, &req));
+        // The API server's denial names the first; the webhook's, every one.
+        assert_eq!(theirs.first(), mine.first(), "{object}");
+        assert_eq!(theirs.is_empty(), mine.is_empty(), "{object}");
+    }
+}
+
 /// A ValidatorPolicy and the native pair generated from it judge alike.
 #[test]
 fn a_generated_pair_judges_as_its_policy_does() {
@@ -213,16 +289,7 @@ spec:
       messageExpression: "'replicas ' + string(variables.r) + ' above 5'"
 "#;
     let ours_set = load(ours).unwrap_or_else(|e| panic!("{e}"));
-    let specs = crate::policy::specs([(Path::new("p.yaml"), ours.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
-    let (name, namespace, spec) = &specs[0];
-    let system = crate::policy::system_namespaces("portcullis-system");
-    let pair = super::generate::generate(name, namespace.as_deref(), spec, &system).unwrap_or_else(|e| panic!("{e}"));
-    let yaml = format!(
-        "{}---\n{}",
-        serde_yaml::to_string(&pair.policy).unwrap_or_default(),
-        serde_yaml::to_string(&pair.binding).unwrap_or_default()
-    );
-    let native_set = load(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let native_set = pushed_down(ours);
     let mut labelled = deployment("web", 9);
     labelled["metadata"]["labels"] = json!({"exempt": "yes"});
     let cases = [
@@ -235,12 +302,7 @@ spec:
     ];
     for (namespace, object) in cases {
         let req = request("CREATE", namespace, object.clone());
-        let theirs: Vec<String> = run(&native_set, &req).findings.into_iter().map(|f| f.message).collect();
-        let mine: Vec<String> = run(&ours_set, &req)
-            .findings
-            .into_iter()
-            .map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message))
-            .collect();
+        let (theirs, mine) = (messages(&native_set, &req), messages(&ours_set, &req));
         assert_eq!(theirs, mine, "{namespace} {object}");
     }
 }

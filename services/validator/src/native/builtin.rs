@@ -1,0 +1,120 @@
+//! Built-in rules as the CEL a pushed-down policy carries: each check a
+//! validation with the webhook's message, in the webhook's order (labels,
+//! annotations, replicas, Services). Rules not yet expressed in CEL
+//! (images, resources, pod security) keep a policy in the webhook, and say
+//! so.
+
+use k8s_openapi::api::admissionregistration::v1 as reg;
+
+use super::generate::NotPushable;
+use crate::rules::{REPLICATED_KINDS, Rules};
+
+/// The variable holding the replicas the rule judges.
+const REPLICAS: &str = "portcullisReplicas";
+
+/// The variables and validations that check `rules` as the webhook does.
+pub fn as_cel(rules: &Rules) -> Result<(Vec<reg::Variable>, Vec<reg::Validation>), NotPushable> {
+    for (set, field) in [
+        (rules.images.is_some(), "spec.rules.images"),
+        (rules.resources.is_some(), "spec.rules.resources"),
+        (rules.pod_security.is_some(), "spec.rules.podSecurity"),
+    ] {
+        if set {
+            return Err(NotPushable { field: field.into(), why: "this built-in rule is not expressed in CEL yet" });
+        }
+    }
+    let (mut variables, mut validations) = (Vec::new(), Vec::new());
+    for (field, required) in [("labels", &rules.required_labels), ("annotations", &rules.required_annotations)] {
+        let singular = &field[..field.len() - 1];
+        for (key, pattern) in required {
+            let present = format!("has(object.metadata.{field}) && {} in object.metadata.{field}", lit(key));
+            validations.push(validation(&present, Static(format!("{singular} {key:?} is required"))));
+            if !pattern.as_str().is_empty() {
+                let value = format!("object.metadata.{field}[{}]", lit(key));
+                let full = format!("^(?:{})$", pattern.as_str());
+                let message = format!(
+                    "{} + {value} + {}",
+                    lit(&format!("{singular} {key:?} is \"")),
+                    lit(&format!("\", which does not match {:?}", pattern.as_str()))
+                );
+                validations
+                    .push(validation(&format!("!({present}) || {value}.matches({})", lit(&full)), Dynamic(message)));
+            }
+        }
+    }
+    if let Some(bounds) = rules.replicas {
+        let kinds = REPLICATED_KINDS.iter().map(|k| lit(k)).collect::<Vec<_>>().join(", ");
+        variables.push(reg::Variable {
+            name: REPLICAS.into(),
+            expression: format!(
+                "request.kind.kind == 'Scale' ? (has(object.spec.replicas) ? object.spec.replicas : 0) : \
+                 request.kind.kind in [{kinds}] ? (has(object.spec.replicas) ? object.spec.replicas : 1) : -1"
+            ),
+        });
+        // -1: not a kind the rule judges (the API server refuses a
+        // conditional that mixes int and null).
+        let judged = format!("variables.{REPLICAS} == -1");
+        let shown = format!("string(variables.{REPLICAS})");
+        if let Some(min) = bounds.min {
+            validations.push(validation(
+                &format!("{judged} || variables.{REPLICAS} >= {min}"),
+                Dynamic(format!("'spec.replicas is ' + {shown} + ', below the minimum of {min}'")),
+            ));
+        }
+        if let Some(max) = bounds.max {
+            validations.push(validation(
+                &format!("{judged} || variables.{REPLICAS} <= {max}"),
+                Dynamic(format!("'spec.replicas is ' + {shown} + ', above the maximum of {max}'")),
+            ));
+        }
+    }
+    if let Some(services) = &rules.services {
+        let service = "request.kind.kind != 'Service'";
+        if !services.forbidden_types.is_empty() {
+            let forbidden = services.forbidden_types.iter().map(|t| lit(t)).collect::<Vec<_>>().join(", ");
+            let kind = "(has(object.spec.type) ? object.spec.type : 'ClusterIP')";
+            validations.push(validation(
+                &format!("{service} || !({kind} in [{forbidden}])"),
+                Dynamic(format!("'spec.type ' + {kind} + ' is not allowed'")),
+            ));
+        }
+        if services.forbid_external_ips {
+            validations.push(validation(
+                &format!("{service} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0"),
+                Static("spec.externalIPs is not allowed".into()),
+            ));
+        }
+    }
+    Ok((variables, validations))
+}
+
+/// A validation's message: fixed, or a CEL expression.
+enum Message {
+    Static(String),
+    Dynamic(String),
+}
+use Message::{Dynamic, Static};
+
+fn validation(expression: &str, message: Message) -> reg::Validation {
+    let (message, message_expression) = match message {
+        Static(m) => (Some(m), None),
+        Dynamic(e) => (None, Some(e)),
+    };
+    reg::Validation { expression: expression.into(), message, message_expression, reason: None }
+}
+
+/// `s` as a CEL string literal.
+fn lit(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
