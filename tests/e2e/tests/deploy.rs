@@ -193,6 +193,8 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         ("list", "namespaces"),
         ("watch", "validatorpolicies.portcullis.dev"),
         ("list", "policyexceptions.portcullis.dev"),
+        ("watch", "validatingadmissionpolicies.admissionregistration.k8s.io"),
+        ("list", "validatingadmissionpolicybindings.admissionregistration.k8s.io"),
     ] {
         assert!(can_i(audit, verb, resource, &[]), "the audit must be able to {verb} {resource}");
     }
@@ -202,6 +204,8 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         ("create", "deployments.apps"),
         ("delete", "reports.openreports.io"),
         ("patch", "validatorpolicies.portcullis.dev"),
+        ("create", "validatingadmissionpolicies.admissionregistration.k8s.io"),
+        ("delete", "validatingadmissionpolicybindings.admissionregistration.k8s.io"),
     ] {
         assert!(!can_i(audit, verb, resource, &[]), "the audit must not {verb} {resource}");
     }
