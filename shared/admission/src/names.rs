@@ -54,9 +54,17 @@ pub const CERT_MANAGER_LEASE: &str = "portcullis-cert-manager";
 /// The Lease that elects the validator replica that audits.
 pub const AUDIT_LEASE: &str = "portcullis-validator-audit";
 
+/// The prefix of the native ValidatingAdmissionPolicy and binding that
+/// `portcullis-validator vap` generates for a policy: `portcullis.NAME`.
+pub const GENERATED_PREFIX: &str = "portcullis.";
+
+/// The `app.kubernetes.io/managed-by` value of what Portcullis generates
+/// and of the audit's reports.
+pub const MANAGED_BY: &str = "portcullis-validator";
+
 /// All of the above with their docs/names.md row names, for the check that
 /// the page lists every one.
-pub const ALL: [(&str, &str); 15] = [
+pub const ALL: [(&str, &str); 17] = [
     ("PREFIX", PREFIX),
     ("API_VERSION", API_VERSION),
     ("INJECT_LABEL", INJECT_LABEL),
@@ -72,6 +80,8 @@ pub const ALL: [(&str, &str); 15] = [
     ("DEFAULT_NAMESPACE", DEFAULT_NAMESPACE),
     ("CERT_MANAGER_LEASE", CERT_MANAGER_LEASE),
     ("AUDIT_LEASE", AUDIT_LEASE),
+    ("GENERATED_PREFIX", GENERATED_PREFIX),
+    ("MANAGED_BY", MANAGED_BY),
 ];
 
 #[cfg(test)]

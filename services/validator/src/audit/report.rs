@@ -12,7 +12,7 @@ use super::results::Results;
 /// The name of every report the audit writes.
 pub const REPORT_NAME: &str = "portcullis-validator";
 /// The `source` of the reports and the server-side apply field manager.
-pub const SOURCE: &str = "portcullis-validator";
+pub const SOURCE: &str = portcullis_admission::names::MANAGED_BY;
 /// The `source` of a result of a native ValidatingAdmissionPolicy (its
 /// binding in `properties.binding`), as other engines report them.
 pub const NATIVE_SOURCE: &str = "ValidatingAdmissionPolicy";

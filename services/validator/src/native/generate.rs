@@ -8,14 +8,12 @@
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
+use portcullis_admission::names::{GENERATED_PREFIX, MANAGED_BY};
 use portcullis_admission::selector;
 
 use super::builtin;
 use crate::cel;
 use crate::policy::{Action, FailurePolicy, PolicySpec};
-
-/// The label every generated object carries.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "portcullis-validator");
 
 /// The label the API server sets on every namespace: its name.
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -44,8 +42,8 @@ pub struct Generated {
 /// for a NamespacedValidatorPolicy).
 pub fn generated_name(name: &str, namespace: Option<&str>) -> String {
     match namespace {
-        Some(ns) => format!("portcullis.{ns}.{name}"),
-        None => format!("portcullis.{name}"),
+        Some(ns) => format!("{GENERATED_PREFIX}{ns}.{name}"),
+        None => format!("{GENERATED_PREFIX}{name}"),
     }
 }
 
@@ -127,7 +125,7 @@ pub fn generate(
     let generated = generated_name(name, namespace);
     let metadata = ObjectMeta {
         name: Some(generated.clone()),
-        labels: Some([(MANAGED_BY.0.to_owned(), MANAGED_BY.1.to_owned())].into()),
+        labels: Some([("app.kubernetes.io/managed-by".to_owned(), MANAGED_BY.to_owned())].into()),
         ..Default::default()
     };
     let policy = reg::ValidatingAdmissionPolicy {
