@@ -100,20 +100,29 @@ pub fn vap(args: &Vap) -> anyhow::Result<bool> {
     let contents = watch::read_all(&args.paths).context("reading the policies")?;
     // Every policy must be valid before it is translated.
     let system = policy::system_namespaces(&args.portcullis_namespace);
-    parse(&contents, portcullis_cel::cost::DEFAULT_LIMIT, &ExceptionNamespaces::Any, Natives::Judged)
+    let set = parse(&contents, portcullis_cel::cost::DEFAULT_LIMIT, &ExceptionNamespaces::Any, Natives::Judged)
         .context("the policies are invalid")?;
     let sources = contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice()));
     let mut out = std::io::stdout().lock();
     let mut all = true;
     for (name, namespace, spec) in policy::specs(sources)? {
-        match generate::generate(&name, namespace.as_deref(), &spec, &system) {
+        let id = policy::identity(&name, namespace.as_deref());
+        // The API server knows nothing of PolicyExceptions.
+        let generated = match set.exceptions.iter().find(|e| e.names(&id)) {
+            Some(exception) => Err(generate::NotPushable {
+                field: format!("PolicyException {}", exception.name),
+                why: "it exempts objects from the policy, and the API server does not know exceptions",
+            }),
+            None => generate::generate(&name, namespace.as_deref(), &spec, &system),
+        };
+        match generated {
             Ok(pair) => {
                 writeln!(out, "---\n{}", serde_yaml::to_string(&pair.policy)?.trim_end())?;
                 writeln!(out, "---\n{}", serde_yaml::to_string(&pair.binding)?.trim_end())?;
             }
             Err(why) => {
                 all = false;
-                eprintln!("policy {}: not pushed down: {why}", policy::identity(&name, namespace.as_deref()));
+                eprintln!("policy {id}: not pushed down: {why}");
             }
         }
     }

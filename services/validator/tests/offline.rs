@@ -130,3 +130,70 @@ fn a_reader_that_stops_early_ends_check_quietly() {
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status.code());
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// `vap`: the native pair of each policy that can be pushed down, on
+/// standard output (and `check` takes it back with the same verdicts);
+/// the others named on standard error with the field, exit status 1.
+#[test]
+fn vap_prints_the_native_pair_or_names_what_stands_in_the_way() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policies = dir.path().join("policies.yaml");
+    std::fs::write(
+        &policies,
+        r#"apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: team-label}
+spec:
+  rules: {requiredLabels: {team: ""}}
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: pinned}
+spec:
+  rules: {images: {forbidLatest: true}}
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: exempted}
+spec:
+  validations: [{expression: "true"}]
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: PolicyException
+metadata: {name: legacy}
+spec: {policies: [exempted], reason: migrating}
+"#,
+    )
+    .expect("writing a test file");
+    let out = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"))
+        .arg("vap")
+        .arg("--policy")
+        .arg(&policies)
+        .output()
+        .expect("running vap");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("name: portcullis.team-label"), "{stdout}");
+    assert!(!stdout.contains("portcullis.pinned") && !stdout.contains("portcullis.exempted"), "{stdout}");
+    assert!(stderr.contains("policy pinned: not pushed down: spec.rules.images:"), "{stderr}");
+    assert!(stderr.contains("policy exempted: not pushed down: PolicyException legacy:"), "{stderr}");
+
+    let generated = dir.path().join("generated.yaml");
+    std::fs::write(&generated, stdout.as_bytes()).expect("writing a test file");
+    let mut check = Command::new(env!("CARGO_BIN_EXE_portcullis-validator"));
+    check.arg("check").arg("--policy").arg(&generated).args(["-f", "-"]);
+    // Its namespaceSelector leaves out the system namespaces by name: the
+    // namespace is among the manifests, as for any namespaceSelector.
+    let pod = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n\
+               apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\n";
+    let out = run_with_stdin(&mut check, Some(pod)).expect("running check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "deny: ValidatingAdmissionPolicy 'portcullis.team-label' with binding 'portcullis.team-label' denied \
+             request: label \"team\" is required"
+        ),
+        "{stdout}"
+    );
+}
