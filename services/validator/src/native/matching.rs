@@ -101,8 +101,11 @@ impl NativeMatch {
     /// the rules).
     pub fn selects_resource(&self, group: &str, version: &str, plural: &str) -> bool {
         let selects = |c: &Constraints| {
+            // An excluded rule with resourceNames leaves the rest of the resource in.
+            let excludes_all =
+                |r: &NativeRule| r.resource_names.is_empty() && r.selects(c.equivalent, group, version, plural);
             (c.rules.is_empty() || c.rules.iter().any(|r| r.selects(c.equivalent, group, version, plural)))
-                && !c.excluded.iter().any(|r| r.selects(c.equivalent, group, version, plural))
+                && !c.excluded.iter().any(excludes_all)
         };
         selects(&self.policy) && self.binding_constraints.as_ref().is_none_or(selects)
     }
@@ -207,12 +210,12 @@ impl NativeRule {
             && (self.resource_names.is_empty() || self.resource_names.contains(&inner.name))
     }
 
-    /// Whether the rule selects the objects of a resource, with no
-    /// subresource, as the audit lists them.
+    /// Whether the rule selects (some of) the objects of a resource, with
+    /// no subresource, as the audit lists and judges them (as creates):
+    /// which names, matching decides object by object.
     fn selects(&self, equivalent: bool, group: &str, version: &str, plural: &str) -> bool {
         let creates = self.operations.iter().any(|o| matches!(o.as_str(), "*" | "CREATE"));
         creates
-            && self.resource_names.is_empty()
             && any(&self.api_groups, group)
             && (equivalent || any(&self.api_versions, version))
             && self.resource_ok(plural, "")

@@ -306,3 +306,16 @@ spec:
         assert_eq!(theirs, mine, "{namespace} {object}");
     }
 }
+
+#[test]
+fn the_audit_lists_what_a_create_would_match() {
+    let named = POLICY.replace("resources: [deployments]}", "resources: [deployments], resourceNames: [web]}");
+    let set = load(&named).unwrap_or_else(|e| panic!("{e}"));
+    let selects = |plural| set.policies[0].matching.selects_resource("apps", "v1", "Deployment", plural);
+    assert_eq!(selects("deployments"), Some(true), "names are matched object by object");
+    assert_eq!(selects("statefulsets"), Some(false));
+    let updates = POLICY.replace("operations: [CREATE, UPDATE]", "operations: [UPDATE]");
+    let set = load(&updates).unwrap_or_else(|e| panic!("{e}"));
+    let selects = set.policies[0].matching.selects_resource("apps", "v1", "Deployment", "deployments");
+    assert_eq!(selects, Some(false), "the audit judges as a create");
+}
