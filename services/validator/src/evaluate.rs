@@ -64,7 +64,7 @@ pub struct Evaluation {
     /// Every finding of every matching policy.
     pub findings: Vec<Finding>,
     /// The policies that applied.
-    pub applied: Vec<String>,
+    pub applied: Vec<Applied>,
     /// Policies whose CEL a cost or time limit stopped, and which limit.
     pub exceeded: Vec<(String, Limit)>,
     /// Audit annotations of the policies that applied, `<policy>.<key>`.
@@ -72,6 +72,22 @@ pub struct Evaluation {
     /// Policies that matched but were not evaluated: an exception exempts
     /// the object from them.
     pub exempted: Vec<Exempted>,
+}
+
+/// A policy that applied: its name, and its binding for a native policy
+/// (a native policy with two bindings applies through each on its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The policy's name.
+    pub policy: String,
+    /// The binding of a native policy.
+    pub binding: Option<String>,
+}
+
+impl Applied {
+    fn of(policy: &Policy) -> Self {
+        Self { policy: policy.name.clone(), binding: policy.matching.binding().map(str::to_owned) }
+    }
 }
 
 /// A policy an exception kept from judging the object.
@@ -142,7 +158,7 @@ pub fn evaluate(
             }
         }
         if policy.cel.is_empty() {
-            applied.push(policy.name.clone());
+            applied.push(Applied::of(policy));
         } else {
             with_cel.push(index);
         }
@@ -177,7 +193,7 @@ pub fn evaluate(
                 }
             };
             if matched {
-                applied.push(policy.name.clone());
+                applied.push(Applied::of(policy));
             }
         }
         Judged { findings, exceeded, audit_annotations } = judged;
@@ -188,7 +204,7 @@ pub fn evaluate(
 /// The decision for `findings`: denied when any Deny finding exists (every
 /// Deny message in it), warnings for Warn findings; Audit findings only
 /// show in logs, metrics and the trace.
-pub fn decide(findings: &[Finding], applied: Vec<String>) -> Decision {
+pub fn decide(findings: &[Finding], applied: Vec<Applied>) -> Decision {
     let denials: Vec<&Finding> = findings.iter().filter(|f| f.action == Action::Deny).collect();
     let warnings =
         findings.iter().filter(|f| f.action == Action::Warn).map(|f| format!("[{}] {}", f.policy, f.message)).collect();
@@ -201,7 +217,7 @@ pub fn decide(findings: &[Finding], applied: Vec<String>) -> Decision {
         None => Decision::allow(),
     };
     decision.warnings = warnings;
-    decision.applied = applied;
+    decision.applied = applied.into_iter().map(|a| a.policy).collect();
     decision
 }
 

@@ -144,6 +144,7 @@ fn vap_prints_the_native_pair_or_names_what_stands_in_the_way() {
 kind: ValidatorPolicy
 metadata: {name: team-label}
 spec:
+  match: {resources: [{apiGroups: [""], resources: [configmaps]}]}
   rules: {requiredLabels: {team: ""}}
 ---
 apiVersion: portcullis.dev/v1alpha1
@@ -155,6 +156,13 @@ spec:
 apiVersion: portcullis.dev/v1alpha1
 kind: ValidatorPolicy
 metadata: {name: exempted}
+spec:
+  match: {resources: [{apiGroups: [""], resources: [configmaps]}]}
+  validations: [{expression: "true"}]
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: everything}
 spec:
   validations: [{expression: "true"}]
 ---
@@ -177,6 +185,7 @@ spec: {policies: [exempted], reason: migrating}
     assert!(!stdout.contains("portcullis.pinned") && !stdout.contains("portcullis.exempted"), "{stdout}");
     assert!(stderr.contains("policy pinned: not pushed down: spec.rules.images:"), "{stderr}");
     assert!(stderr.contains("policy exempted: not pushed down: PolicyException legacy:"), "{stderr}");
+    assert!(stderr.contains("policy everything: not pushed down: spec.match.resources:"), "{stderr}");
 
     let generated = dir.path().join("generated.yaml");
     std::fs::write(&generated, stdout.as_bytes()).expect("writing a test file");

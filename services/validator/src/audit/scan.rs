@@ -316,11 +316,13 @@ fn outcomes(set: &PolicySet, kind: &str, evaluation: Evaluation) -> Vec<Outcome>
     let Evaluation { findings, applied, exempted, .. } = evaluation;
     let mut outcomes: Vec<Outcome> = Vec::new();
     // A native policy with several bindings has one outcome per binding.
-    for policy in applied.iter().flat_map(|name| set.policies.iter().filter(move |p| p.name == *name)) {
-        let binding = policy.matching.binding().map(str::to_owned);
-        if judges(policy, kind) && !outcomes.iter().any(|o| o.policy == policy.name && o.binding == binding) {
-            let (policy, action) = (policy.name.clone(), policy.action);
-            outcomes.push(Outcome { policy, action, status: Status::Pass, message: String::new(), binding });
+    for applied in applied {
+        let same = |p: &&Arc<Policy>| p.name == applied.policy && p.matching.binding() == applied.binding.as_deref();
+        let Some(policy) = set.policies.iter().find(same) else { continue };
+        if judges(policy, kind) && !outcomes.iter().any(|o| o.policy == applied.policy && o.binding == applied.binding)
+        {
+            let (action, status, message) = (policy.action, Status::Pass, String::new());
+            outcomes.push(Outcome { policy: applied.policy, action, status, message, binding: applied.binding });
         }
     }
     outcomes.extend(exempted.into_iter().filter_map(|e| {

@@ -61,7 +61,18 @@ pub fn generate(
     let m = &spec.matching;
     let operations =
         if m.operations.is_empty() { vec!["CREATE".into(), "UPDATE".into()] } else { m.operations.clone() };
+    if namespace.is_some_and(|ns| system_namespaces.iter().any(|s| s == ns)) {
+        return refuse("metadata.namespace".into(), "a policy in a system namespace applies nowhere in the webhook");
+    }
     let (rule_variables, rule_validations) = builtin::as_cel(&spec.rules)?;
+    if !rule_validations.is_empty() && (!spec.match_conditions.is_empty() || spec.param_kind.is_some()) {
+        let field = if spec.param_kind.is_some() { "spec.paramKind" } else { "spec.matchConditions" };
+        return refuse(
+            field.into(),
+            "the webhook runs built-in rules whatever matchConditions and parameters say; a ValidatingAdmissionPolicy \
+             would let them decide",
+        );
+    }
     if !rule_validations.is_empty() && operations.iter().any(|o| o == "DELETE" || o == "*") {
         return refuse(
             "spec.match.operations".into(),
@@ -70,7 +81,22 @@ pub fn generate(
     }
     let scope = namespace.map(|_| "Namespaced".to_owned());
     let mut rules = Vec::new();
+    if m.resources.is_empty() {
+        return refuse(
+            "spec.match.resources".into(),
+            "a policy for every resource judges only what its webhook configuration sends the webhook; pushed down, \
+             it would judge every request (Events, Leases, reviews): name the resources",
+        );
+    }
     for (i, rule) in m.resources.iter().enumerate() {
+        let wide = rule.resources.is_empty() || rule.resources.iter().any(|r| r.contains('*'));
+        if wide {
+            return refuse(
+                format!("spec.match.resources[{i}].resources"),
+                "wildcards reach further in a ValidatingAdmissionPolicy (`x/*` also matches `x`) and every \
+                 resource a webhook configuration never sends: name the resources",
+            );
+        }
         if !rule.kinds.is_empty() {
             return refuse(
                 format!("spec.match.resources[{i}].kinds"),
@@ -80,20 +106,9 @@ pub fn generate(
         rules.push(reg::NamedRuleWithOperations {
             api_groups: Some(rule.api_groups.clone()),
             api_versions: Some(rule.api_versions.clone()),
-            // Ours: no resources is every resource without a subresource.
-            resources: Some(if rule.resources.is_empty() { vec!["*".into()] } else { rule.resources.clone() }),
+            resources: Some(rule.resources.clone()),
             operations: Some(operations.clone()),
             scope: scope.clone(),
-            resource_names: None,
-        });
-    }
-    if rules.is_empty() {
-        rules.push(reg::NamedRuleWithOperations {
-            api_groups: Some(vec!["*".into()]),
-            api_versions: Some(vec!["*".into()]),
-            resources: Some(vec!["*".into()]),
-            operations: Some(operations),
-            scope,
             resource_names: None,
         });
     }
@@ -186,7 +201,8 @@ fn validation(v: &cel::Validation) -> reg::Validation {
         expression: v.expression.clone(),
         message: v.message.clone(),
         message_expression: v.message_expression.clone(),
-        reason: v.reason.map(|r| format!("{r:?}")),
+        // Said even when it is the default: a VAP's default is Invalid (422).
+        reason: Some(format!("{:?}", v.reason.unwrap_or_default())),
     }
 }
 

@@ -13,6 +13,15 @@ use serde_json::Value;
 use crate::evaluate::NamespaceLabels;
 use crate::matching::{UnknownNamespace, label_lookup};
 
+/// The admission policy resources no admission policy judges (the API
+/// server's `isPolicyResource`).
+const POLICY_RESOURCES: [&str; 4] = [
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    "mutatingadmissionpolicies",
+    "mutatingadmissionpolicybindings",
+];
+
 /// One resource rule of a native policy or binding.
 #[derive(Debug, Clone)]
 pub struct NativeRule {
@@ -92,6 +101,11 @@ impl NativeMatch {
     /// Whether the policy, through this binding, judges `req`; `Err` when
     /// the namespace's labels are needed and not known.
     pub fn applies(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
+        let resource = &req.inner.resource;
+        // The API server never runs a policy on the policies themselves.
+        if resource.group == "admissionregistration.k8s.io" && POLICY_RESOURCES.contains(&resource.resource.as_str()) {
+            return Ok(false);
+        }
         Ok(self.policy.matches(namespaces, req)?
             && self.binding_constraints.as_ref().map_or(Ok(true), |b| b.matches(namespaces, req))?)
     }
@@ -100,6 +114,9 @@ impl NativeMatch {
     /// judged (the audit's question: a create of one of them would match
     /// the rules).
     pub fn selects_resource(&self, group: &str, version: &str, plural: &str) -> bool {
+        if group == "admissionregistration.k8s.io" && POLICY_RESOURCES.contains(&plural) {
+            return false;
+        }
         let selects = |c: &Constraints| {
             // An excluded rule with resourceNames leaves the rest of the resource in.
             let excludes_all =
@@ -140,19 +157,27 @@ impl Constraints {
     }
 
     /// The API server's matcher: namespace selector, object selector,
-    /// excluded rules, then the rules (none: every request).
+    /// excluded rules, then the rules (none: every request); a namespace
+    /// whose labels are not known is an error only for a request the rest
+    /// matches, as the API server postpones its lookup error.
     fn matches(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
         let namespace = req.inner.namespace.as_deref().unwrap_or_default();
         let is_namespace = is_namespace_resource(req);
+        let mut unknown = None;
         if (is_namespace || !namespace.is_empty()) && self.namespace_selector != LabelSelector::default() {
             let matched = if is_namespace {
                 let object = req.object.as_ref().or(req.old_object.as_ref());
-                self.namespace_selector.matches(label_lookup(object))
+                Some(self.namespace_selector.matches(label_lookup(object)))
             } else {
-                let known = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
-                self.namespace_selector.matches(|k| known.get(k).map(String::as_str))
+                match namespaces.labels(namespace) {
+                    Some(known) => Some(self.namespace_selector.matches(|k| known.get(k).map(String::as_str))),
+                    None => {
+                        unknown = Some(UnknownNamespace(namespace.to_owned()));
+                        None
+                    }
+                }
             };
-            if !matched {
+            if matched == Some(false) {
                 return Ok(false);
             }
         }
@@ -165,7 +190,10 @@ impl Constraints {
         if self.excluded.iter().any(|r| r.matches(self.equivalent, req)) {
             return Ok(false);
         }
-        Ok(self.rules.is_empty() || self.rules.iter().any(|r| r.matches(self.equivalent, req)))
+        if !(self.rules.is_empty() || self.rules.iter().any(|r| r.matches(self.equivalent, req))) {
+            return Ok(false);
+        }
+        unknown.map_or(Ok(true), Err)
     }
 }
 

@@ -161,7 +161,8 @@ pub fn compile(
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().flatten().enumerate() {
         let reason = match v.reason.as_deref() {
-            None => None,
+            // The API server's default for a VAP (a ValidatorPolicy's is Forbidden).
+            None => Some(cel::Reason::Invalid),
             Some("Unauthorized") => Some(cel::Reason::Unauthorized),
             Some("Forbidden") => Some(cel::Reason::Forbidden),
             Some("Invalid") => Some(cel::Reason::Invalid),

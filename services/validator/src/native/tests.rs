@@ -226,6 +226,8 @@ apiVersion: portcullis.dev/v1alpha1
 kind: ValidatorPolicy
 metadata: {name: built-in}
 spec:
+  match:
+    resources: [{apiGroups: [apps], resources: [deployments]}, {apiGroups: [""], resources: [services]}]
   rules:
     requiredLabels: {team: "", tier: "web|db"}
     requiredAnnotations: {"example.com/owner": ".+@example\\.com"}
@@ -318,4 +320,50 @@ fn the_audit_lists_what_a_create_would_match() {
     let set = load(&updates).unwrap_or_else(|e| panic!("{e}"));
     let selects = set.policies[0].matching.selects_resource("apps", "v1", "Deployment", "deployments");
     assert_eq!(selects, Some(false), "the audit judges as a create");
+}
+
+#[test]
+fn an_unknown_namespace_matters_only_to_a_request_the_rules_match() {
+    let narrowed = format!("{POLICY}  matchResources:\n    namespaceSelector: {{matchLabels: {{team: a}}}}\n");
+    let set = load(&narrowed).unwrap_or_else(|e| panic!("{e}"));
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    assert!(run(&set, &request("CREATE", "unknown", cm)).findings.is_empty(), "not a deployment: no lookup");
+    assert_eq!(run(&set, &request("CREATE", "unknown", deployment("web", 1))).findings.len(), 1);
+}
+
+#[test]
+fn no_policy_judges_the_admission_policies_themselves() {
+    let everything = POLICY.replace(
+        "{apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}",
+        "{apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*']}",
+    );
+    let set = load(&everything).unwrap_or_else(|e| panic!("{e}"));
+    let matching = &set.policies[0].matching;
+    assert_eq!(
+        matching.selects_resource("admissionregistration.k8s.io", "v1", "X", "validatingadmissionpolicies"),
+        Some(false)
+    );
+    assert_eq!(matching.selects_resource("", "v1", "ConfigMap", "configmaps"), Some(true));
+}
+
+#[test]
+fn what_would_judge_differently_in_the_api_server_is_not_pushed_down() {
+    let system = crate::policy::system_namespaces("portcullis-system");
+    let refused = |yaml: &str| {
+        let specs = crate::policy::specs([(Path::new("p.yaml"), yaml.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
+        let (name, namespace, spec) = &specs[0];
+        super::generate::generate(name, namespace.as_deref(), spec, &system).err().map(|e| e.field)
+    };
+    let head = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: p}\nspec:\n";
+    let configmaps = "  match: {resources: [{apiGroups: [''], resources: [configmaps]}]}\n";
+    let checked = "  validations: [{expression: 'true'}]\n";
+    assert_eq!(refused(&format!("{head}{checked}")).as_deref(), Some("spec.match.resources"));
+    let wild = "  match: {resources: [{apiGroups: [apps], resources: ['deployments/*']}]}\n";
+    assert_eq!(refused(&format!("{head}{wild}{checked}")).as_deref(), Some("spec.match.resources[0].resources"));
+    let gated = "  matchConditions: [{name: c, expression: 'true'}]\n  rules: {requiredLabels: {team: ''}}\n";
+    assert_eq!(refused(&format!("{head}{configmaps}{gated}")).as_deref(), Some("spec.matchConditions"));
+    let system_ns = "apiVersion: portcullis.dev/v1alpha1\nkind: NamespacedValidatorPolicy\n\
+                     metadata: {name: p, namespace: kube-system}\nspec:\n";
+    assert_eq!(refused(&format!("{system_ns}{configmaps}{checked}")).as_deref(), Some("metadata.namespace"));
+    assert_eq!(refused(&format!("{head}{configmaps}{checked}")), None);
 }

@@ -90,11 +90,19 @@ where
                         }
                     }
                     Some(Ok(_)) => {}
-                    Some(Err(err)) => tracing::warn!(
-                        kind = K::kind(&()).as_ref(),
-                        error = %error_chain(&err),
-                        "native policy watch failed; retrying with backoff"
-                    ),
+                    Some(Err(err)) => {
+                        tracing::warn!(
+                            kind = K::kind(&()).as_ref(),
+                            error = %error_chain(&err),
+                            "native policy watch failed; retrying with backoff"
+                        );
+                        // Not served (before 1.30) or not allowed (RBAC): audit
+                        // without them rather than not at all; a later list fills in.
+                        if unavailable(&err) && !synced[index].swap(true, Ordering::Relaxed) {
+                            tracing::warn!(kind = K::kind(&()).as_ref(), "native policies left out until they can be listed");
+                            changed.notify_one();
+                        }
+                    }
                     None => return,
                 },
                 () = shutdown.cancelled() => return,
@@ -102,4 +110,9 @@ where
         }
     });
     store
+}
+
+/// A first list refused because the kind is not served or not allowed.
+fn unavailable(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::InitialListFailed(kube::Error::Api(status)) if matches!(status.code, 403 | 404))
 }
