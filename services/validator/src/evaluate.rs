@@ -135,7 +135,7 @@ pub fn evaluate(
             Ok(false) => continue,
             Ok(true) => {}
             Err(reason) => {
-                fail(policy, reason, &mut findings);
+                misconfigured(policy, "policy", reason, &mut findings);
                 continue;
             }
         }
@@ -185,9 +185,7 @@ pub fn evaluate(
                                 judged.record(policy, req, subject, outcome);
                             }
                         }
-                        Err(reason) => {
-                            fail(policy, format!("failed to configure binding: {reason}"), &mut judged.findings)
-                        }
+                        Err(reason) => misconfigured(policy, "binding", reason, &mut judged.findings),
                     }
                     true
                 }
@@ -295,6 +293,25 @@ fn parameter_objects(source: &dyn ParamSource, params: &Params, namespace: &str)
 fn push_once(findings: &mut Vec<Finding>, finding: Finding) {
     if !findings.contains(&finding) {
         findings.push(finding);
+    }
+}
+
+/// A policy that cannot be configured for the request (its namespace's
+/// labels or its parameters not found): `failed to configure policy: ...`
+/// or `... binding: ...`. The API server denies a native policy's such
+/// request under `failurePolicy: Fail` whatever the binding's actions say,
+/// with reason Invalid; a ValidatorPolicy fails by its action.
+fn misconfigured(policy: &Policy, what: &str, reason: impl std::fmt::Display, findings: &mut Vec<Finding>) {
+    let message = format!("failed to configure {what}: {reason}");
+    match (policy.matching.binding(), policy.failure_policy) {
+        (Some(_), FailurePolicy::Fail) => {
+            let denial = Finding { kind: FindingKind::Error, action: Action::Deny, ..finding(policy, message, 422) };
+            push_once(findings, denial);
+        }
+        (Some(_), FailurePolicy::Ignore) => fail(policy, message, findings),
+        // A ValidatorPolicy's words, as they were: the binding is its paramRef.
+        (None, _) if what == "binding" => fail(policy, message, findings),
+        (None, _) => fail(policy, reason, findings),
     }
 }
 

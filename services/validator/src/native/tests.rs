@@ -367,3 +367,21 @@ fn what_would_judge_differently_in_the_api_server_is_not_pushed_down() {
     assert_eq!(refused(&format!("{system_ns}{configmaps}{checked}")).as_deref(), Some("metadata.namespace"));
     assert_eq!(refused(&format!("{head}{configmaps}{checked}")), None);
 }
+
+#[test]
+fn a_binding_that_cannot_be_configured_denies_whatever_its_actions() {
+    let params =
+        POLICY.replace("  validations:\n", "  paramKind: {apiVersion: v1, kind: ConfigMap}\n  validations:\n").replace(
+            "validationActions: [Deny]",
+            "validationActions: [Warn]\n  paramRef: {name: absent, parameterNotFoundAction: Deny}",
+        );
+    let set = load(&params).unwrap_or_else(|e| panic!("{e}"));
+    let found = run(&set, &request("CREATE", "default", deployment("web", 1))).findings;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].action, Action::Deny, "the API server denies, though the binding only warns");
+    assert_eq!(found[0].code, 422);
+    assert_eq!(
+        found[0].message,
+        "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+}
