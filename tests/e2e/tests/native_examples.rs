@@ -8,11 +8,13 @@
 //! (it reads `namespaceObject`) is refused by `check` with the reason.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portcullis_e2e::webhook::namespace;
-use portcullis_e2e::{binaries, cluster, ok, unique};
+use portcullis_e2e::{binaries, cluster, eventually, ok, unique};
 use serde_json::{Value, json};
+
+const MINUTE: Duration = Duration::from_secs(60);
 
 /// The examples, as the documentation writes them (names made unique, the
 /// binding narrowed to the test's namespace, params as ConfigMaps).
@@ -192,14 +194,15 @@ async fn the_documentations_examples_give_the_api_servers_verdicts() {
     let (mut compared, mut denied, mut warned, mut differences) = (0, 0, 0, Vec::new());
     for (name, yaml) in examples(&ns) {
         ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
-        // In force once the API server judges the corpus as it will: it
-        // says something of the object every example finds fault with.
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // In force once the API server names this example (not the one
+        // deleted before it) on the object every example finds fault with.
         let faulty = &corpus[corpus.len() - 1];
-        while api_server(faulty) == (Verdict { denied: None, warnings: Vec::new() }) {
-            assert!(Instant::now() < deadline, "the API server does not enforce {name}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let named = format!("ValidatingAdmissionPolicy '{name}'");
+        eventually(&format!("the API server enforces {name}"), MINUTE, || {
+            let verdict = api_server(faulty);
+            verdict.denied.iter().chain(&verdict.warnings).any(|m| m.contains(&named)).then_some(())
+        })
+        .await;
         let ours = check(&yaml, &params, &ns, &corpus);
         for object in &corpus {
             let object_name = object["metadata"]["name"].as_str().expect("a test step");
@@ -293,11 +296,7 @@ async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
         .expect("running vap");
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &ok(generated)));
     let corpus = corpus(&ns);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while api_server(&corpus[0]).denied.is_none() {
-        assert!(Instant::now() < deadline, "the API server does not enforce the pushed-down policy");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    eventually("the API server enforces the pushed-down policy", MINUTE, || api_server(&corpus[0]).denied).await;
     // The webhook's words: `[NAME] Deployment NS/OBJECT: MESSAGE`.
     let checked = Command::new(binaries().join("portcullis-validator"))
         .arg("check")

@@ -152,12 +152,13 @@ pub fn compile(
         Some("Ignore") => FailurePolicy::Ignore,
         Some(other) => return Err(fail(Problem::FailurePolicy(other.to_owned()))),
     };
-    let named = |list: Vec<(String, String)>| {
-        list.into_iter().map(|(name, expression)| cel::NamedExpression { name, expression }).collect::<Vec<_>>()
+    let named = |name: &String, expression: &String| cel::NamedExpression {
+        name: name.clone(),
+        expression: expression.clone(),
     };
-    let match_conditions =
-        named(spec.match_conditions.iter().flatten().map(|c| (c.name.clone(), c.expression.clone())).collect());
-    let variables = named(spec.variables.iter().flatten().map(|v| (v.name.clone(), v.expression.clone())).collect());
+    let match_conditions: Vec<_> =
+        spec.match_conditions.iter().flatten().map(|c| named(&c.name, &c.expression)).collect();
+    let variables: Vec<_> = spec.variables.iter().flatten().map(|v| named(&v.name, &v.expression)).collect();
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().flatten().enumerate() {
         let reason = match v.reason.as_deref() {

@@ -167,6 +167,12 @@ fn a_binding_without_its_policy_binds_nothing_and_the_webhook_refuses_natives() 
     assert!(set.policies.is_empty());
     let set = load(POLICY).unwrap_or_else(|e| panic!("{e}"));
     assert!(set.has_native());
+    let contents = vec![(std::path::PathBuf::from("vap.yaml"), POLICY.as_bytes().to_vec())];
+    let limit = portcullis_cel::cost::DEFAULT_LIMIT;
+    let any = crate::exception::ExceptionNamespaces::Any;
+    let served = crate::serve::parse(&contents, limit, &any, crate::serve::Natives::Refused);
+    assert!(matches!(served, Err(PolicyError::NativeInWebhook)), "the webhook takes no native policy");
+    assert!(crate::serve::parse(&contents, limit, &any, crate::serve::Natives::Judged).is_ok());
 }
 
 #[test]
@@ -197,16 +203,21 @@ fn a_costly_expression_is_stopped_at_the_per_call_limit_and_is_an_error() {
 
 /// The native pair of `ours` (one ValidatorPolicy), loaded as `check` loads it.
 fn pushed_down(ours: &str) -> PolicySet {
-    let specs = crate::policy::specs([(Path::new("p.yaml"), ours.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
-    let (name, namespace, spec) = &specs[0];
-    let system = crate::policy::system_namespaces("portcullis-system");
-    let pair = super::generate::generate(name, namespace.as_deref(), spec, &system).unwrap_or_else(|e| panic!("{e}"));
+    let pair = generated(ours).unwrap_or_else(|e| panic!("{e}"));
     let yaml = format!(
         "{}---\n{}",
         serde_yaml::to_string(&pair.policy).unwrap_or_default(),
         serde_yaml::to_string(&pair.binding).unwrap_or_default()
     );
     load(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
+}
+
+/// The pair generated from the first policy of `ours`, as `vap` does.
+fn generated(ours: &str) -> Result<super::generate::Generated, super::generate::NotPushable> {
+    let specs = crate::policy::specs([(Path::new("p.yaml"), ours.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
+    let (name, namespace, spec) = &specs[0];
+    let system = crate::policy::system_namespaces("portcullis-system");
+    super::generate::generate(name, namespace.as_deref(), spec, &system)
 }
 
 /// The messages of the findings of `set` on `req`, without the webhook's
@@ -348,12 +359,7 @@ fn no_policy_judges_the_admission_policies_themselves() {
 
 #[test]
 fn what_would_judge_differently_in_the_api_server_is_not_pushed_down() {
-    let system = crate::policy::system_namespaces("portcullis-system");
-    let refused = |yaml: &str| {
-        let specs = crate::policy::specs([(Path::new("p.yaml"), yaml.as_bytes())]).unwrap_or_else(|e| panic!("{e}"));
-        let (name, namespace, spec) = &specs[0];
-        super::generate::generate(name, namespace.as_deref(), spec, &system).err().map(|e| e.field)
-    };
+    let refused = |yaml: &str| generated(yaml).err().map(|e| e.field);
     let head = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: p}\nspec:\n";
     let configmaps = "  match: {resources: [{apiGroups: [''], resources: [configmaps]}]}\n";
     let checked = "  validations: [{expression: 'true'}]\n";
