@@ -1,7 +1,6 @@
 //! Running the policy set over one admission request: matching, built-in
 //! rules, CEL, and the findings that become the decision.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Request, json};
@@ -41,11 +40,7 @@ pub enum FindingKind {
     Error,
 }
 
-/// Labels of the namespaces the cluster has, for `namespaceSelector`.
-pub trait NamespaceLabels: Send + Sync {
-    /// The labels of namespace `name`, or `None` when it is not known.
-    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
-}
+pub use portcullis_admission::native_match::NamespaceLabels;
 
 /// The limits and context of an evaluation.
 #[derive(Debug, Clone)]

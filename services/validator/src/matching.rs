@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use portcullis_admission::selector::LabelSelector;
-use portcullis_admission::{Request, json, operation_name};
+use portcullis_admission::{Request, operation_name};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::evaluate::NamespaceLabels;
 use crate::exception::Exception;
-use crate::native::matching::NativeMatch;
+pub use portcullis_admission::native_match::{NativeMatch, UnknownNamespace, label_lookup};
 
 /// Which requests a policy looks at.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -142,11 +142,6 @@ impl Matching {
     }
 }
 
-/// A namespace whose labels the validator has not seen (yet).
-#[derive(Debug, thiserror::Error)]
-#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
-pub struct UnknownNamespace(pub(crate) String);
-
 impl Match {
     /// Whether a policy with this `match` applies to `req`, outside
     /// `system_namespaces` unless it includes them; `Err` when that cannot
@@ -217,11 +212,6 @@ impl Match {
 }
 
 /// Looks a label up in `object`'s `metadata.labels`.
-pub(crate) fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
-    let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
-    move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
-}
-
 fn resource_matches(rule: &ResourceRule, req: &Request) -> bool {
     let inner = &req.inner;
     let (group, version) = (&inner.resource.group, &inner.resource.version);

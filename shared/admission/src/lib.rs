@@ -18,6 +18,7 @@ pub mod image;
 pub mod json;
 pub mod manifest;
 pub mod names;
+pub mod native_match;
 pub mod parts;
 pub mod patch;
 mod review;

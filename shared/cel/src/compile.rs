@@ -3,6 +3,7 @@
 //! estimated worst-case cost is over the limit.
 
 use cel::Program;
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::parser::Parser;
 
 use crate::cost;
@@ -69,6 +70,18 @@ pub enum CompileError {
         /// Why it is not provided.
         why: &'static str,
     },
+    /// Constructs a message (`Name{...}`) its environment does not declare:
+    /// none in validations, `Object`, `Object.<path>` and `JSONPatch` in
+    /// mutations, as in the API server's environments.
+    #[error("{expression:?} constructs `{type_name}{{...}}`, which {environment} does not declare{}", environment.declares())]
+    UndeclaredType {
+        /// The expression.
+        expression: String,
+        /// The type it constructs.
+        type_name: String,
+        /// Where it was compiled.
+        environment: Environment,
+    },
     /// Its worst-case cost is over the limit.
     #[error(
         "{expression:?} has an estimated worst-case cost of {}, over the limit of {limit} (--cel-cost-limit): \
@@ -86,9 +99,53 @@ pub enum CompileError {
     },
 }
 
-/// Compiles `source`, refusing it when its estimated cost beyond work
-/// linear in the object ([`cost::Cost::superlinear`]) is over `cost_limit`.
+/// Which of Kubernetes' CEL environments an expression is compiled in: they
+/// differ in the message types an expression may construct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    /// Validations, match conditions, variables and messages: no message
+    /// types.
+    Validation,
+    /// MutatingAdmissionPolicy's mutations and their variables: `Object`,
+    /// `Object.<field path>` (the apply configuration and its parts) and
+    /// `JSONPatch`.
+    Mutation,
+}
+
+impl Environment {
+    fn declares_type(self, name: &str) -> bool {
+        match self {
+            Self::Validation => false,
+            Self::Mutation => name == "JSONPatch" || name == "Object" || name.starts_with("Object."),
+        }
+    }
+
+    fn declares(self) -> &'static str {
+        match self {
+            Self::Validation => " (message types are for mutations)",
+            Self::Mutation => " (it has `Object`, `Object.<field path>` and `JSONPatch`)",
+        }
+    }
+}
+
+impl std::fmt::Display for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Validation => "a validation",
+            Self::Mutation => "a mutation",
+        })
+    }
+}
+
+/// Compiles `source` in the validation environment, refusing it when its
+/// estimated cost beyond work linear in the object
+/// ([`cost::Cost::superlinear`]) is over `cost_limit`.
 pub fn compile(source: &str, cost_limit: u64) -> Result<Expression, CompileError> {
+    compile_in(Environment::Validation, source, cost_limit)
+}
+
+/// Compiles `source` as [`compile`] does, in `environment`.
+pub fn compile_in(environment: Environment, source: &str, cost_limit: u64) -> Result<Expression, CompileError> {
     if source.len() > MAX_EXPRESSION_LEN {
         return Err(CompileError::TooLong(source.len()));
     }
@@ -100,11 +157,43 @@ pub fn compile(source: &str, cost_limit: u64) -> Result<Expression, CompileError
     if let Some((variable, why)) = UNSUPPORTED_VARIABLES.into_iter().find(|(v, _)| references.has_variable(v)) {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
     }
+    if let Some(type_name) = undeclared_type(program.expression(), environment) {
+        return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });
+    }
     let cost = cost::of(program.expression()).superlinear;
     if cost > cost_limit {
         return Err(CompileError::TooCostly { expression: source.to_owned(), cost, limit: cost_limit });
     }
     Ok(Expression { source: source.to_owned(), program })
+}
+
+/// The first message type `expr` constructs that `environment` does not
+/// declare.
+fn undeclared_type(expr: &IdedExpr, environment: Environment) -> Option<String> {
+    let in_entries = |entries: &[cel::common::ast::IdedEntryExpr]| {
+        entries.iter().find_map(|e| match &e.expr {
+            EntryExpr::StructField(field) => undeclared_type(&field.value, environment),
+            EntryExpr::MapEntry(entry) => {
+                undeclared_type(&entry.key, environment).or_else(|| undeclared_type(&entry.value, environment))
+            }
+        })
+    };
+    match &expr.expr {
+        Expr::Struct(structure) if !environment.declares_type(&structure.type_name) => {
+            Some(structure.type_name.clone())
+        }
+        Expr::Struct(structure) => in_entries(&structure.entries),
+        Expr::Map(map) => in_entries(&map.entries),
+        Expr::Call(call) => {
+            call.target.iter().map(|t| &**t).chain(&call.args).find_map(|e| undeclared_type(e, environment))
+        }
+        Expr::Select(select) => undeclared_type(&select.operand, environment),
+        Expr::List(list) => list.elements.iter().find_map(|e| undeclared_type(e, environment)),
+        Expr::Comprehension(c) => [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
+            .into_iter()
+            .find_map(|e| undeclared_type(e, environment)),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
+    }
 }
 
 #[cfg(test)]
@@ -119,5 +208,16 @@ mod tests {
         let long = "1 + ".repeat(MAX_EXPRESSION_LEN) + "1";
         assert!(matches!(compile(&long, u64::MAX), Err(CompileError::TooLong(_))));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");
+    }
+
+    #[test]
+    fn message_types_belong_to_mutations() {
+        let object = "Object{metadata: Object.metadata{labels: {'a': 'b'}}}";
+        assert!(matches!(compile(object, u64::MAX), Err(CompileError::UndeclaredType { .. })));
+        assert!(compile_in(Environment::Mutation, object, u64::MAX).is_ok());
+        let patch = "[JSONPatch{op: 'add', path: '/x', value: 1}]";
+        assert!(compile_in(Environment::Mutation, patch, u64::MAX).is_ok());
+        let other = compile_in(Environment::Mutation, "[1].map(x, Foo{a: x})", u64::MAX);
+        assert!(matches!(other, Err(CompileError::UndeclaredType { type_name, .. }) if type_name == "Foo"));
     }
 }

@@ -25,10 +25,11 @@ mod compile;
 mod convert;
 pub mod cost;
 mod evaluate;
+pub mod json;
 pub mod reads;
 pub mod workers;
 
 pub use cel::{ExecutionError, Value};
-pub use compile::{CompileError, Expression, MAX_EXPRESSION_LEN, compile};
+pub use compile::{CompileError, Environment, Expression, MAX_EXPRESSION_LEN, compile, compile_in};
 pub use convert::{Bindings, Converted};
 pub use evaluate::{Exceeded, Scope, VariableError, evaluate};

@@ -1430,8 +1430,14 @@ impl Value {
                 );
                 for entry in map_expr.entries.iter() {
                     let (k, v, is_optional) = match &entry.expr {
-                        EntryExpr::StructField(_) => panic!("WAT?"),
                         EntryExpr::MapEntry(e) => (&e.key, &e.value, e.optional),
+                        // The parser builds map literals of map entries only.
+                        EntryExpr::StructField(_) => {
+                            return Err(ExecutionError::function_error(
+                                "map",
+                                "a map literal takes keys, not field names",
+                            ))
+                        }
                     };
                     let key: CelMapKey = Value::resolve_val(k, ctx)?.into_owned().try_into()?;
                     // todo do not clone if not needed!
@@ -1476,7 +1482,39 @@ impl Value {
                     Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),
                 ))
             }
-            Expr::Struct(_) => todo!("Support structs!"),
+            // Patch carried by Portcullis: a message construction
+            // (`Object{...}`, `Object.spec{...}`, `JSONPatch{...}`, as
+            // MutatingAdmissionPolicy writes them) is a map from field name
+            // to value, the form the object it builds takes in JSON; which
+            // type names an environment accepts is its compiler's to say.
+            // Upstream panicked here.
+            Expr::Struct(struct_expr) => {
+                let mut map = CelMapEntries::with_capacity_and_hasher(
+                    struct_expr.entries.len(),
+                    Default::default(),
+                );
+                for entry in struct_expr.entries.iter() {
+                    let EntryExpr::StructField(field) = &entry.expr else {
+                        return Err(ExecutionError::function_error(
+                            &struct_expr.type_name,
+                            "a message construction takes field names",
+                        ));
+                    };
+                    let value = Value::resolve_val(&field.value, ctx)?.into_owned();
+                    let key = CelMapKey::from(field.field.as_str());
+                    if field.optional {
+                        if let Some(opt_val) = value.downcast_ref::<CelOptional>() {
+                            if let Some(inner) = opt_val.inner() {
+                                map.insert(key, inner.clone_as_boxed());
+                            }
+                            continue;
+                        }
+                    }
+                    map.insert(key, value);
+                }
+                let map: Box<CelMap> = CelMap::from(map).into();
+                Ok(Cow::<dyn Val>::Owned(map))
+            }
             Expr::Unspecified => panic!("Can't evaluate Unspecified Expr"),
         }
     }

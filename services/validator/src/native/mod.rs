@@ -1,7 +1,7 @@
 //! Native `ValidatingAdmissionPolicy` objects (admissionregistration.k8s.io/v1)
 //! judged by the validator's own engine: each binding with its policy
 //! becomes one [`Policy`], matched as the API server matches
-//! ([`matching`]) and worded as the API server words its denials, so that
+//! (`portcullis_admission::native_match`) and worded as the API server words its denials, so that
 //! `check` tests a VAP before it reaches a cluster and the audit reports
 //! the objects that already break one. The API server enforces them; the
 //! webhook never does.
@@ -15,7 +15,6 @@
 
 pub mod builtin;
 pub mod generate;
-pub mod matching;
 pub mod watched;
 
 use std::collections::BTreeMap;
@@ -28,7 +27,7 @@ use crate::cel::{self, CelError, CelProblem, CelRules};
 use crate::matching::Matching;
 use crate::params::{ParamKind, ParamSpecError, Params};
 use crate::policy::{Action, FailurePolicy, Policy};
-use matching::{MatchError, NativeMatch};
+use portcullis_admission::native_match::{MatchError, NativeMatch};
 
 /// The API version of native policies and bindings.
 pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";

@@ -1,17 +1,34 @@
-//! Which requests a native ValidatingAdmissionPolicy judges, as the API
-//! server decides it: the policy's `matchConstraints` and, when the binding
+//! Which requests a native admission policy (ValidatingAdmissionPolicy,
+//! MutatingAdmissionPolicy) applies to, as the API server decides it: the policy's `matchConstraints` and, when the binding
 //! has them, the binding's `matchResources`, each with its resource rules
 //! (operations, scope, resource names per rule), excluded rules and
 //! selectors. Unlike a `ValidatorPolicy`'s `match`, no namespace is left
 //! out by default.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
-use portcullis_admission::selector::LabelSelector;
-use portcullis_admission::{Request, operation_name};
 use serde_json::Value;
 
-use crate::evaluate::NamespaceLabels;
-use crate::matching::{UnknownNamespace, label_lookup};
+use crate::selector::LabelSelector;
+use crate::{Request, json, operation_name};
+
+/// The labels of the cluster's namespaces, as far as they are known.
+pub trait NamespaceLabels: Send + Sync {
+    /// The labels of namespace `name`, or `None` when it is not known.
+    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
+}
+
+/// A namespace whose labels have not been seen (yet).
+#[derive(Debug, thiserror::Error)]
+#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
+pub struct UnknownNamespace(pub String);
+
+/// The labels of `object` (none when it is `None` or has none), by key.
+pub fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
+    let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));
+    move |key| labels.and_then(|l| l.get(key)).and_then(Value::as_str)
+}
 
 /// The admission policy resources no admission policy judges (the API
 /// server's `isPolicyResource`).
