@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod assemble;
 pub mod cli;
 pub mod cluster;
