@@ -22,6 +22,7 @@ pub mod config;
 pub mod images;
 pub mod inject;
 pub mod mutate;
+pub mod native;
 pub mod offline;
 pub mod pod;
 pub mod resources;

@@ -1,29 +1,57 @@
 //! `mutate`: the webhook's answer for a manifest, without a cluster, by the
-//! same decision code the server runs.
+//! same decision code the server runs; with `--policy`, native
+//! MutatingAdmissionPolicies run first, as the API server runs them before
+//! its webhooks, and those with `reinvocationPolicy: IfNeeded` once more
+//! when something after them changed the object.
 
 use std::io::Write as _;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use portcullis_admission::{Verdict, decode, encode, manifest};
+use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
+use portcullis_admission::native_match::ManifestNamespaces;
+use portcullis_admission::{Decision, Request, Verdict, decode, encode, manifest};
+use portcullis_cel::budget::Limits;
 use portcullis_server::watch;
+use serde::Deserialize as _;
 use serde_json::Value;
 
+use crate::apply::BUILTIN;
 use crate::cli::{Mutate, Output};
+use crate::native::run::{Context, run_round};
+use crate::native::{self, NativeMutation};
 use crate::serve::parse;
 use crate::webhook::Injector;
 
+/// How long the CEL of one object may run offline.
+const CEL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Runs `mutate`, printing one result per input document.
 pub fn run(args: &Mutate) -> anyhow::Result<()> {
-    anyhow::ensure!(!args.config.paths.is_empty(), "--config FILE|DIR is required: the configuration to inject with");
-    let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
-    let injector = Injector::new(parse(&contents).context("the injector configuration is invalid")?);
+    anyhow::ensure!(
+        !args.config.paths.is_empty() || !args.policies.is_empty(),
+        "--config FILE|DIR or --policy FILE|DIR is required: the configuration or the MutatingAdmissionPolicies to mutate with"
+    );
+    let injector = if args.config.paths.is_empty() {
+        None
+    } else {
+        let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
+        Some(Injector::new(parse(&contents).context("the injector configuration is invalid")?))
+    };
+    let (natives, namespaces) = read_policies(args)?;
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
     let mut first = true;
     for document in manifest::documents(&input)? {
         let review = manifest::as_review(document)?;
         let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
-        let decision = injector.decide(&req);
+        let context = Context {
+            namespaces: &namespaces,
+            schemas: &BUILTIN,
+            limits: Limits::default(),
+            deadline: Instant::now() + CEL_TIMEOUT,
+        };
+        let decision = decide(&natives, injector.as_ref(), context, &req);
         for warning in &decision.warnings {
             eprintln!("Warning: {warning}");
         }
@@ -34,6 +62,9 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
             }
             Output::Object => {
+                if let Verdict::Deny { message, .. } = &decision.verdict {
+                    anyhow::bail!("denied: {message}");
+                }
                 let mut object = req.object.unwrap_or(Value::Null);
                 if let Verdict::Patch(patch) = &decision.verdict {
                     patch.apply_to(&mut object).context("the injector's own patch does not apply")?;
@@ -47,4 +78,84 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         first = false;
     }
     Ok(())
+}
+
+/// The MAPs (with their bindings) and namespaces of `--policy`.
+fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, ManifestNamespaces)> {
+    let contents = watch::read_all(&args.policies).context("reading the MutatingAdmissionPolicies")?;
+    let mut documents = Vec::new();
+    for (path, bytes) in &contents {
+        for document in manifest::documents(bytes).with_context(|| path.display().to_string())? {
+            match document["kind"].as_str() {
+                Some("List") => documents.extend(document["items"].as_array().into_iter().flatten().cloned()),
+                _ => documents.push(document),
+            }
+        }
+    }
+    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
+    for document in &documents {
+        let what = || format!("{} {}", document["kind"], document.pointer("/metadata/name").unwrap_or(&Value::Null));
+        match document["kind"].as_str() {
+            Some("MutatingAdmissionPolicy") => {
+                policies.push(MutatingAdmissionPolicy::deserialize(document).with_context(what)?)
+            }
+            Some("MutatingAdmissionPolicyBinding") => {
+                bindings.push(MutatingAdmissionPolicyBinding::deserialize(document).with_context(what)?)
+            }
+            Some("Namespace") => {}
+            _ => anyhow::bail!("--policy takes MutatingAdmissionPolicy, its bindings and Namespaces, not {}", what()),
+        }
+    }
+    let (natives, errors) = native::assemble(&policies, &bindings, portcullis_cel::cost::DEFAULT_LIMIT);
+    if let Some(first) = errors.into_iter().next() {
+        return Err(anyhow::Error::new(first).context("a MutatingAdmissionPolicy is invalid"));
+    }
+    Ok((natives, ManifestNamespaces::from_documents(&documents)))
+}
+
+/// The MAPs, then the injector, then once more the MAPs that asked for it
+/// and were followed by a change; one decision for the whole.
+fn decide(natives: &[NativeMutation], injector: Option<&Injector>, context: Context<'_>, req: &Request) -> Decision {
+    let Some(original) = req.object.as_ref() else {
+        return injector.map_or_else(Decision::allow, |i| i.decide(req));
+    };
+    let mut round = match run_round(natives, None, context, req, original.clone()) {
+        Ok(round) => round,
+        Err(denied) => return Decision::deny(403, denied.to_string()),
+    };
+    let mut warnings = std::mem::take(&mut round.warnings);
+    let mut applied = std::mem::take(&mut round.applied);
+    let mut object = round.object;
+    if let Some(injector) = injector {
+        let after_maps = Request { object: Some(object.clone()), ..clone_request(req) };
+        let decision = injector.decide(&after_maps);
+        warnings.extend(decision.warnings);
+        applied.extend(decision.applied);
+        match decision.verdict {
+            Verdict::Deny { .. } => {
+                return Decision { verdict: decision.verdict, warnings, applied, ..Decision::default() };
+            }
+            Verdict::Patch(patch) => {
+                if let Err(e) = patch.apply_to(&mut object) {
+                    return Decision::deny(500, format!("the injector's patch does not apply: {e}"));
+                }
+                round.reinvoke.clone_from(&round.reinvocable);
+            }
+            Verdict::Allow => {}
+        }
+    }
+    if !round.reinvoke.is_empty() {
+        match run_round(natives, Some(&round.reinvoke), context, req, object) {
+            Ok(again) => {
+                warnings.extend(again.warnings);
+                object = again.object;
+            }
+            Err(denied) => return Decision::deny(403, denied.to_string()),
+        }
+    }
+    Decision { verdict: Verdict::changes(original, &object), warnings, applied, ..Decision::default() }
+}
+
+fn clone_request(req: &Request) -> Request {
+    Request { inner: req.inner.clone(), object: req.object.clone(), old_object: req.old_object.clone() }
 }

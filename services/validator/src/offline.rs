@@ -3,34 +3,22 @@
 //! denied. `vap`: the native policies that make the API server enforce
 //! the given policies itself.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{decode, manifest};
 use portcullis_cel::workers::Workers;
 use portcullis_server::watch;
-use serde_json::Value;
 
 use crate::cli::{Check, Vap};
-use crate::evaluate::NamespaceLabels;
 use crate::exception::ExceptionNamespaces;
 use crate::native::{self, generate};
 use crate::params::FileParams;
 use crate::policy::{self, Action};
 use crate::serve::{Natives, parse, settings};
 use crate::webhook::Validator;
-
-/// Namespaces declared in the manifests themselves, for `namespaceSelector`.
-#[derive(Debug, Default)]
-struct ManifestNamespaces(BTreeMap<String, BTreeMap<String, String>>);
-
-impl NamespaceLabels for ManifestNamespaces {
-    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        self.0.get(name).cloned()
-    }
-}
 
 /// Runs `check`; `Ok(false)` when something would be denied.
 pub fn run(args: &Check) -> anyhow::Result<bool> {
@@ -44,18 +32,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
         let documents = manifest::documents(&input).with_context(|| file.display().to_string())?;
         objects.extend(documents);
     }
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = objects
-        .iter()
-        .filter(|o| o["kind"] == "Namespace")
-        .filter_map(|o| {
-            let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
-            let labels = serde_json::from_value(o.pointer("/metadata/labels").cloned().unwrap_or(Value::Null)).ok();
-            let mut labels: BTreeMap<String, String> = labels.unwrap_or_default();
-            // As the API server labels every namespace.
-            labels.insert("kubernetes.io/metadata.name".to_owned(), name.clone());
-            Some((name, labels))
-        })
-        .collect();
+    let namespaces = ManifestNamespaces::from_documents(&objects);
     let mut params = Vec::new();
     for file in &args.params {
         let input = portcullis_process::input::read(file).context("reading the parameter objects")?;
@@ -63,7 +40,7 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
     }
     // Evaluated here, on this thread: the workers serve the webhook only.
     let workers = Workers::new(1)?;
-    let validator = Validator::new(policies, settings(&args.policy), Arc::new(ManifestNamespaces(namespaces)), workers)
+    let validator = Validator::new(policies, settings(&args.policy), Arc::new(namespaces), workers)
         .with_params(Arc::new(FileParams::new(params)));
     let mut out = std::io::stdout().lock();
     let mut all_allowed = true;

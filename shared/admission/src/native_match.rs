@@ -24,6 +24,37 @@ pub trait NamespaceLabels: Send + Sync {
 #[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
 pub struct UnknownNamespace(pub String);
 
+/// The namespaces declared among manifests, for `namespaceSelector`
+/// offline (`check`, `mutate`).
+#[derive(Debug, Default)]
+pub struct ManifestNamespaces(BTreeMap<String, BTreeMap<String, String>>);
+
+impl ManifestNamespaces {
+    /// The `Namespace` objects among `documents`, each labelled
+    /// `kubernetes.io/metadata.name` as the API server labels every
+    /// namespace.
+    pub fn from_documents<'a>(documents: impl IntoIterator<Item = &'a Value>) -> Self {
+        let namespaces = documents
+            .into_iter()
+            .filter(|o| o["kind"] == "Namespace")
+            .filter_map(|o| {
+                let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
+                let labels = o.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok());
+                let mut labels: BTreeMap<String, String> = labels.unwrap_or_default();
+                labels.insert("kubernetes.io/metadata.name".to_owned(), name.clone());
+                Some((name, labels))
+            })
+            .collect();
+        Self(namespaces)
+    }
+}
+
+impl NamespaceLabels for ManifestNamespaces {
+    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        self.0.get(name).cloned()
+    }
+}
+
 /// The labels of `object` (none when it is `None` or has none), by key.
 pub fn label_lookup<'a>(object: Option<&'a Value>) -> impl Fn(&str) -> Option<&'a str> + 'a {
     let labels = object.and_then(|o| json::at(o, &["metadata", "labels"]));

@@ -47,12 +47,18 @@ impl Bindings {
     /// The objects and the request of an admission request, as far as
     /// `reads` says expressions read them.
     pub fn of(req: &Request, reads: &DataReads) -> Self {
+        Self::with_object(req, req.object.as_ref(), reads)
+    }
+
+    /// As [`Bindings::of`], with `object` in place of the request's own (a
+    /// mutation sees the object as the mutations before it left it).
+    pub fn with_object(req: &Request, object: Option<&Value>, reads: &DataReads) -> Self {
         let part = |value: Option<&Value>, reads: &Option<Reads>| match value {
             Some(value) => Converted::reading(value, reads.as_ref()),
             None => Converted::null(),
         };
         Self {
-            object: part(req.object.as_ref(), &reads.object),
+            object: part(object, &reads.object),
             old_object: part(req.old_object.as_ref(), &reads.old_object),
             request: reads.request.as_ref().map_or_else(Converted::null, |r| Converted(request(req, r))),
         }

@@ -185,7 +185,8 @@ impl Merger<'_> {
         path: &mut String,
     ) -> Result<Map<String, Value>, MergeError> {
         let mut out = Map::new();
-        let keys = lhs.into_iter().flat_map(Map::keys).chain(rhs.keys().filter(|k| !lhs.is_some_and(|l| l.contains_key(*k))));
+        let keys =
+            lhs.into_iter().flat_map(Map::keys).chain(rhs.keys().filter(|k| !lhs.is_some_and(|l| l.contains_key(*k))));
         for key in keys {
             let len = path.len();
             path.push('.');
@@ -294,15 +295,19 @@ impl Merger<'_> {
     }
 
     /// Each item's identity in a set or list-map, as a string.
-    fn keys(&self, item: Shape<'_>, list_type: &ListType, items: &[Value], path: &str) -> Result<Vec<String>, MergeError> {
+    fn keys(
+        &self,
+        item: Shape<'_>,
+        list_type: &ListType,
+        items: &[Value],
+        path: &str,
+    ) -> Result<Vec<String>, MergeError> {
         items
             .iter()
             .enumerate()
             .map(|(index, value)| match list_type {
                 ListType::Set | ListType::Atomic => match value {
-                    Value::Object(_) | Value::Array(_) => {
-                        Err(MergeError::NotScalar { path: path.to_owned(), index })
-                    }
+                    Value::Object(_) | Value::Array(_) => Err(MergeError::NotScalar { path: path.to_owned(), index }),
                     scalar => Ok(scalar.to_string()),
                 },
                 ListType::Map(fields) => {
@@ -324,10 +329,8 @@ impl Merger<'_> {
 }
 
 fn same_kind(a: &Value, b: &Value) -> bool {
-    matches!(
-        (a, b),
-        (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_))
-    ) || !(a.is_object() || a.is_array() || b.is_object() || b.is_array())
+    matches!((a, b), (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_)))
+        || !(a.is_object() || a.is_array() || b.is_object() || b.is_array())
 }
 
 fn conflict(path: &str, shape: Shape<'_>, found: &'static str) -> MergeError {
@@ -406,7 +409,8 @@ mod tests {
         assert_eq!(undeclared, MergeError::Undeclared(".spec.nope".into()));
         let conflict = pod_apply(live.clone(), json!({"spec": {"containers": {"a": 1}}}), Atomics::Refuse).unwrap_err();
         assert!(matches!(conflict, MergeError::Conflict { path, .. } if path == ".spec.containers"));
-        let duplicate = pod_apply(live, json!({"spec": {"containers": [{"name": "x"}, {"name": "x"}]}}), Atomics::Refuse);
+        let duplicate =
+            pod_apply(live, json!({"spec": {"containers": [{"name": "x"}, {"name": "x"}]}}), Atomics::Refuse);
         assert!(matches!(duplicate, Err(MergeError::Duplicate { .. })));
     }
 }

@@ -1,0 +1,233 @@
+//! Native `MutatingAdmissionPolicy` objects (admissionregistration.k8s.io/v1)
+//! run by the injector's own engine, with the API server's semantics: each
+//! binding with its policy becomes one [`NativeMutation`], matched as the
+//! API server matches (`portcullis_admission::native_match`), its mutations
+//! evaluated by `portcullis-cel` in the mutation environment (`Object{...}`,
+//! `JSONPatch{...}`) and applied in order ([`run`]): a JSON Patch as the
+//! API server applies it, an apply configuration merged by server-side
+//! apply's rules over the kind's schema ([`crate::apply`]).
+//!
+//! `mutate` tries a MAP before it reaches a cluster. A MAP is taken exactly
+//! when the API server would take it: what it would refuse, or what cannot
+//! be evaluated outside it (`authorizer`, `namespaceObject`), is a clear
+//! error naming the policy and the field, never a silent pass.
+
+pub mod run;
+
+use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
+use portcullis_admission::native_match::{MatchError, NativeMatch};
+use portcullis_cel::reads::DataReads;
+use portcullis_cel::{CompileError, Environment, Expression, compile_in};
+
+/// How a mutation's expression says its change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// A list of `JSONPatch{op, path, value, from}`.
+    JsonPatch,
+    /// An `Object{...}` merged by server-side apply's rules.
+    ApplyConfiguration,
+}
+
+/// What happens when a mutation fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The request is denied (the default).
+    Fail,
+    /// The mutation is skipped.
+    Ignore,
+}
+
+/// One compiled mutation.
+#[derive(Debug)]
+pub struct Mutation {
+    /// Its patch type.
+    pub patch_type: PatchType,
+    /// Its expression.
+    pub expression: Expression,
+}
+
+/// A named expression (match condition or variable).
+#[derive(Debug)]
+pub struct Named {
+    /// Its name.
+    pub name: String,
+    /// Its expression.
+    pub expression: Expression,
+}
+
+/// A MAP through one of its bindings, compiled.
+#[derive(Debug)]
+pub struct NativeMutation {
+    /// The policy's name.
+    pub policy: String,
+    /// The binding's name.
+    pub binding: String,
+    matching: NativeMatch,
+    conditions: Vec<Named>,
+    variables: Vec<Named>,
+    mutations: Vec<Mutation>,
+    /// `failurePolicy`.
+    pub failure: FailurePolicy,
+    /// `reinvocationPolicy: IfNeeded`: run again when something after it
+    /// changed the object.
+    pub reinvoke: bool,
+    data_reads: DataReads,
+}
+
+/// Why a MAP or binding could not be taken.
+#[derive(Debug, thiserror::Error)]
+#[error("MutatingAdmissionPolicy {policy:?} (binding {binding:?}): {problem}")]
+pub struct NativeError {
+    /// The policy.
+    pub policy: String,
+    /// The binding (empty for a policy without bindings).
+    pub binding: String,
+    /// What is wrong.
+    #[source]
+    pub problem: Problem,
+}
+
+/// What is wrong with a MAP or binding.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// An expression the API server would refuse, or that cannot be
+    /// evaluated here.
+    #[error("{field}: {error}")]
+    Expression {
+        /// Where (`spec.mutations[0].applyConfiguration.expression`).
+        field: String,
+        /// Why.
+        #[source]
+        error: CompileError,
+    },
+    /// A field with a value the API server refuses.
+    #[error("{field}: {why}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// Why.
+        why: String,
+    },
+    /// An unusable `matchConstraints` or `matchResources`.
+    #[error(transparent)]
+    Match(#[from] MatchError),
+    /// Something not supported here yet.
+    #[error("{field}: {why}")]
+    Unsupported {
+        /// The field.
+        field: &'static str,
+        /// Why, and what to do instead.
+        why: &'static str,
+    },
+}
+
+/// Pairs each binding with its policy (`spec.policyName`) and compiles
+/// them, in order of policy name then binding name (the API server's order
+/// is that of a map, unspecified); a binding to a policy that is not there
+/// is skipped, as in the API server.
+pub fn assemble(
+    policies: &[MutatingAdmissionPolicy],
+    bindings: &[MutatingAdmissionPolicyBinding],
+    cost_limit: u64,
+) -> (Vec<NativeMutation>, Vec<NativeError>) {
+    let mut pairs: Vec<(&MutatingAdmissionPolicy, &MutatingAdmissionPolicyBinding)> = bindings
+        .iter()
+        .filter_map(|b| {
+            let name = b.spec.as_ref()?.policy_name.as_deref()?;
+            policies.iter().find(|p| p.metadata.name.as_deref() == Some(name)).map(|p| (p, b))
+        })
+        .collect();
+    pairs.sort_by(|a, b| (&a.0.metadata.name, &a.1.metadata.name).cmp(&(&b.0.metadata.name, &b.1.metadata.name)));
+    let (mut compiled, mut errors) = (Vec::new(), Vec::new());
+    for (policy, binding) in pairs {
+        match compile(policy, binding, cost_limit) {
+            Ok(c) => compiled.push(c),
+            Err(e) => errors.push(e),
+        }
+    }
+    (compiled, errors)
+}
+
+/// Compiles `policy` through `binding`.
+pub fn compile(
+    policy: &MutatingAdmissionPolicy,
+    binding: &MutatingAdmissionPolicyBinding,
+    cost_limit: u64,
+) -> Result<NativeMutation, NativeError> {
+    let policy_name = policy.metadata.name.clone().unwrap_or_default();
+    let binding_name = binding.metadata.name.clone().unwrap_or_default();
+    let fail = |problem| NativeError { policy: policy_name.clone(), binding: binding_name.clone(), problem };
+    let spec = policy.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
+    let binding_spec = binding.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
+    if spec.param_kind.is_some() || binding_spec.param_ref.is_some() {
+        return Err(fail(Problem::Unsupported {
+            field: "spec.paramKind",
+            why: "parameters are not supported by the injector's MAPs yet; write the values into the expressions",
+        }));
+    }
+    let matching =
+        NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
+            .map_err(|e| fail(e.into()))?;
+    let expression = |field: String, source: &str| {
+        compile_in(Environment::Mutation, source, cost_limit)
+            .map_err(|error| fail(Problem::Expression { field, error }))
+    };
+    let mut conditions = Vec::new();
+    for (i, c) in spec.match_conditions.iter().flatten().enumerate() {
+        let field = format!("spec.matchConditions[{i}].expression");
+        conditions.push(Named { name: c.name.clone(), expression: expression(field, &c.expression)? });
+    }
+    let mut variables = Vec::new();
+    for (i, v) in spec.variables.iter().flatten().enumerate() {
+        let field = format!("spec.variables[{i}].expression");
+        variables.push(Named { name: v.name.clone(), expression: expression(field, &v.expression)? });
+    }
+    let mut mutations = Vec::new();
+    for (i, m) in spec.mutations.iter().flatten().enumerate() {
+        let (patch_type, source, field) = match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
+            ("JSONPatch", Some(p), None) => (PatchType::JsonPatch, p.expression.as_deref(), "jsonPatch"),
+            ("ApplyConfiguration", None, Some(a)) => {
+                (PatchType::ApplyConfiguration, a.expression.as_deref(), "applyConfiguration")
+            }
+            (other, ..) => {
+                let why = format!("patchType {other:?} needs exactly its own field (jsonPatch or applyConfiguration)");
+                return Err(fail(invalid(&format!("spec.mutations[{i}]"), &why)));
+            }
+        };
+        let field = format!("spec.mutations[{i}].{field}.expression");
+        let source = source.ok_or_else(|| fail(invalid(&field, "Required value")))?;
+        mutations.push(Mutation { patch_type, expression: expression(field, source)? });
+    }
+    if mutations.is_empty() {
+        return Err(fail(invalid("spec.mutations", "Required value")));
+    }
+    let failure = match spec.failure_policy.as_deref() {
+        None | Some("Fail") => FailurePolicy::Fail,
+        Some("Ignore") => FailurePolicy::Ignore,
+        Some(other) => return Err(fail(invalid("spec.failurePolicy", &format!("unsupported value {other:?}")))),
+    };
+    let reinvoke = match spec.reinvocation_policy.as_deref() {
+        None | Some("Never") => false,
+        Some("IfNeeded") => true,
+        Some(other) => return Err(fail(invalid("spec.reinvocationPolicy", &format!("unsupported value {other:?}")))),
+    };
+    let mut data_reads = DataReads::default();
+    for e in conditions.iter().chain(&variables).map(|n| &n.expression).chain(mutations.iter().map(|m| &m.expression)) {
+        data_reads.add(e);
+    }
+    Ok(NativeMutation {
+        policy: policy_name.clone(),
+        binding: binding_name.clone(),
+        matching,
+        conditions,
+        variables,
+        mutations,
+        failure,
+        reinvoke,
+        data_reads,
+    })
+}
+
+fn invalid(field: &str, why: &str) -> Problem {
+    Problem::Invalid { field: field.to_owned(), why: why.to_owned() }
+}

@@ -1,0 +1,210 @@
+//! Running a compiled MAP on a request's object, as the API server's
+//! `mutating` policy plugin does: match, then every match condition (one
+//! false: not applied), then each mutation in order on the object the one
+//! before left, each with its own budget; a failure denies the request
+//! under `failurePolicy: Fail` and skips the policy under `Ignore`.
+
+use std::time::Instant;
+
+use portcullis_admission::Request;
+use portcullis_admission::native_match::NamespaceLabels;
+use portcullis_cel::budget::Limits;
+use portcullis_cel::json::to_json;
+use portcullis_cel::{Bindings, Value as Cel, evaluate};
+use serde_json::Value;
+
+use super::{FailurePolicy, NativeMutation, PatchType};
+use crate::apply::{self, Atomics, MergeError, Schemas};
+
+/// What a MAP needs besides the request.
+#[derive(Clone, Copy)]
+#[allow(missing_debug_implementations)] // NamespaceLabels has no Debug
+pub struct Context<'a> {
+    /// The labels of namespaces, for `namespaceSelector`.
+    pub namespaces: &'a dyn NamespaceLabels,
+    /// The schemas apply configurations are merged by.
+    pub schemas: &'a Schemas,
+    /// The CEL limits of each mutation.
+    pub limits: Limits,
+    /// When all CEL of the request must be done.
+    pub deadline: Instant,
+}
+
+/// What running a MAP did.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// It does not apply to the request, or a match condition is false.
+    NotApplied,
+    /// It ran; the object as its mutations left it (perhaps unchanged).
+    Applied(Value),
+    /// It failed under `failurePolicy: Ignore`: the object is as before;
+    /// the message says why.
+    Ignored(String),
+}
+
+/// A MAP failed under `failurePolicy: Fail`: the request is denied with
+/// this message, the API server's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy '{policy}' with binding '{binding}' denied request: {message}")]
+pub struct Denied {
+    /// The policy.
+    pub policy: String,
+    /// The binding.
+    pub binding: String,
+    /// Why.
+    pub message: String,
+}
+
+impl NativeMutation {
+    /// Runs the MAP on `object` (the request's object as the mutations
+    /// before this one left it).
+    pub fn run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, Denied> {
+        match self.try_run(context, req, object) {
+            Ok(outcome) => Ok(outcome),
+            Err(message) => match self.failure {
+                FailurePolicy::Ignore => Ok(Outcome::Ignored(message)),
+                FailurePolicy::Fail => {
+                    Err(Denied { policy: self.policy.clone(), binding: self.binding.clone(), message })
+                }
+            },
+        }
+    }
+
+    fn try_run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, String> {
+        if !self.matching.applies(context.namespaces, req).map_err(|e| e.to_string())? {
+            return Ok(Outcome::NotApplied);
+        }
+        if !self.conditions_hold(context, req, object)? {
+            return Ok(Outcome::NotApplied);
+        }
+        let mut current = object.clone();
+        for mutation in &self.mutations {
+            let bindings = Bindings::with_object(req, Some(&current), &self.data_reads);
+            let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
+            let result = evaluate(&bindings, None, context.limits, context.deadline, |scope| {
+                scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
+            })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
+            current = match mutation.patch_type {
+                PatchType::JsonPatch => json_patch(&result, current)?,
+                PatchType::ApplyConfiguration => apply_configuration(context.schemas, req, &result, &current)?,
+            };
+        }
+        Ok(Outcome::Applied(current))
+    }
+
+    /// Every match condition on the object: one false and the MAP does not
+    /// apply, even when another failed; otherwise the first failure.
+    fn conditions_hold(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<bool, String> {
+        if self.conditions.is_empty() {
+            return Ok(true);
+        }
+        let bindings = Bindings::with_object(req, Some(object), &self.data_reads);
+        let results = evaluate(&bindings, None, context.limits, context.deadline, |scope| {
+            self.conditions
+                .iter()
+                .map(|c| match scope.execute(&c.expression) {
+                    Ok(Cel::Bool(holds)) => Ok(holds),
+                    Ok(other) => Err(format!("matchConditions {:?} returned {other:?}, not a bool", c.name)),
+                    Err(e) => Err(format!("matchConditions {:?}: {e}", c.name)),
+                })
+                .collect::<Vec<_>>()
+        })
+        .map_err(|e| e.to_string())?;
+        if results.iter().any(|r| matches!(r, Ok(false))) {
+            return Ok(false);
+        }
+        results.into_iter().find_map(Result::err).map_or(Ok(true), Err)
+    }
+}
+
+/// Applies the `[JSONPatch{...}]` an expression returned, as the API server
+/// does: a failed `test` leaves the object unchanged; any other failure is
+/// the mutation's.
+fn json_patch(result: &Cel, object: Value) -> Result<Value, String> {
+    let operations = to_json(result).map_err(|e| format!("JSON Patch: {e}"))?;
+    if !operations.is_array() {
+        return Err(format!("type mismatch: JSONPatchType.expression should evaluate to array, got {result:?}"));
+    }
+    let patch: json_patch::Patch = serde_json::from_value(operations)
+        .map_err(|e| format!("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: {e}"))?;
+    let mut patched = object.clone();
+    match json_patch::patch(&mut patched, &patch) {
+        Ok(()) => Ok(patched),
+        Err(e) if matches!(e.kind, json_patch::PatchErrorKind::TestFailed) => Ok(object),
+        Err(e) => Err(format!("JSON Patch: {e}")),
+    }
+}
+
+/// Merges the `Object{...}` an expression returned into the object.
+fn apply_configuration(schemas: &Schemas, req: &Request, result: &Cel, object: &Value) -> Result<Value, String> {
+    let config = to_json(result).map_err(|e| format!("error applying patch: {e}"))?;
+    if !config.is_object() {
+        return Err(format!("unsupported return type from ApplyConfiguration expression: {result:?}"));
+    }
+    let kind = req.kind();
+    let shape = schemas.kind(&kind.group, &kind.version, &kind.kind).ok_or_else(|| {
+        format!(
+            "Resource kind {}/{}, Kind={} has no schema here (offline: the built-in kinds of scripts/openapi-schemas)",
+            kind.group, kind.version, kind.kind
+        )
+    })?;
+    apply::apply(schemas, shape, object, &config, Atomics::Refuse).map_err(|e| match e {
+        MergeError::Atomic(_) => format!("error applying patch: invalid ApplyConfiguration: {e}"),
+        other => format!("error applying patch: failed to merge patch: {other}"),
+    })
+}
+
+/// What running a list of MAPs in order did.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// The object as they left it.
+    pub object: Value,
+    /// Why MAPs under `failurePolicy: Ignore` were skipped.
+    pub warnings: Vec<String>,
+    /// `policy/binding` of each MAP that applied.
+    pub applied: Vec<String>,
+    /// The MAPs with `reinvocationPolicy: IfNeeded` that applied (indexes).
+    pub reinvocable: Vec<usize>,
+    /// Of those, the ones a later MAP's change asks to run again.
+    pub reinvoke: Vec<usize>,
+}
+
+/// Runs `mutations` (those at the indexes `only`, when given) in order on
+/// `object`; the first denial ends it.
+pub fn run_round(
+    mutations: &[NativeMutation],
+    only: Option<&[usize]>,
+    context: Context<'_>,
+    req: &Request,
+    object: Value,
+) -> Result<Round, Denied> {
+    let mut round = Round { object, ..Round::default() };
+    for (i, mutation) in mutations.iter().enumerate() {
+        if only.is_some_and(|only| !only.contains(&i)) {
+            continue;
+        }
+        match mutation.run(context, req, &round.object)? {
+            Outcome::NotApplied => continue,
+            Outcome::Ignored(why) => round.warnings.push(format!(
+                "policy '{}' with binding '{}' was ignored (failurePolicy: Ignore): {why}",
+                mutation.policy, mutation.binding
+            )),
+            Outcome::Applied(object) => {
+                if object != round.object {
+                    // As the API server: a change asks every reinvocable
+                    // MAP invoked before it to run again.
+                    round.reinvoke.clone_from(&round.reinvocable);
+                    round.object = object;
+                }
+                round.applied.push(format!("{}/{}", mutation.policy, mutation.binding));
+                if mutation.reinvoke {
+                    round.reinvocable.push(i);
+                }
+            }
+        }
+    }
+    Ok(round)
+}
