@@ -207,7 +207,10 @@ pub fn compile(
         Some(other) => return Err(fail(invalid("spec.failurePolicy", &format!("unsupported value {other:?}")))),
     };
     let reinvoke = match spec.reinvocation_policy.as_deref() {
-        None | Some("Never") => false,
+        // Required in admissionregistration.k8s.io/v1, as the API server
+        // says.
+        None => return Err(fail(invalid("spec.reinvocationPolicy", "Required value"))),
+        Some("Never") => false,
         Some("IfNeeded") => true,
         Some(other) => return Err(fail(invalid("spec.reinvocationPolicy", &format!("unsupported value {other:?}")))),
     };

@@ -134,7 +134,41 @@ fn json_patch(result: &Cel, object: Value) -> Result<Value, String> {
     match json_patch::patch(&mut patched, &patch) {
         Ok(()) => Ok(patched),
         Err(e) if matches!(e.kind, json_patch::PatchErrorKind::TestFailed) => Ok(object),
-        Err(e) => Err(format!("JSON Patch: {e}")),
+        Err(e) => Err(format!("JSON Patch: {}", patch_error(&object, &patch, &e))),
+    }
+}
+
+/// A failed operation in the words of the JSON Patch library the API
+/// server uses (evanphx/json-patch v4) where a path is missing, so that
+/// `mutate` and the API server refuse alike; other failures in ours.
+fn patch_error(object: &Value, patch: &json_patch::Patch, error: &json_patch::PatchError) -> String {
+    use json_patch::{PatchErrorKind, PatchOperation};
+    let Some(operation) = patch.0.get(error.operation) else { return error.to_string() };
+    if !matches!(error.kind, PatchErrorKind::InvalidPointer) {
+        return error.to_string();
+    }
+    let path = error.path.as_str();
+    let (parent, last) = path.rsplit_once('/').unwrap_or(("", path));
+    let parent_exists = object.pointer(parent).is_some();
+    match operation {
+        PatchOperation::Add(_) if !parent_exists => {
+            format!("add operation does not apply: doc is missing path: \"{path}\": missing value")
+        }
+        PatchOperation::Replace(_) if parent_exists => {
+            format!("replace operation does not apply: doc is missing key: {path}: missing value")
+        }
+        PatchOperation::Replace(_) => {
+            format!("replace operation does not apply: doc is missing path: {path}: missing value")
+        }
+        PatchOperation::Remove(_) if parent_exists => {
+            let key = last.replace("~1", "/").replace("~0", "~");
+            format!("error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value")
+        }
+        PatchOperation::Remove(_) => {
+            format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
+        }
+        PatchOperation::Test(_) => format!("test operation does not apply: is missing path: {path}: missing value"),
+        _ => error.to_string(),
     }
 }
 

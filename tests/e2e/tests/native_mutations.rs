@@ -1,0 +1,365 @@
+//! MutatingAdmissionPolicies, the API server's and `portcullis-injector
+//! mutate`'s, on the same objects. Each case's MAP is created in the real
+//! API server, bound to a namespace of its own; each object is created
+//! there (server-side dry run) with the MAP in force, and, separately, the
+//! object as the API server admits it without the MAP (what a webhook
+//! receives) is given to `mutate --policy` with the same YAML and the
+//! result created (dry run) where no MAP applies. The two stored objects
+//! must be equal field for field, or both refused with the same message.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use portcullis_e2e::webhook::namespace;
+use portcullis_e2e::{binaries, cluster, eventually, ok, unique};
+use serde_json::{Value, json};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A case: its MAP's spec (without `matchConstraints`, which every case
+/// shares: Pods, or Deployments when `deployments`), and its objects; the
+/// first one must be changed or refused by the MAP (that is how the test
+/// knows the MAP is in force).
+struct Case {
+    name: &'static str,
+    deployments: bool,
+    spec: &'static str,
+    objects: Vec<Value>,
+}
+
+fn pod(name: &str, containers: Value, extra: Value) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                         "spec": {"containers": containers}});
+    merge(&mut pod, extra);
+    pod
+}
+
+fn merge(into: &mut Value, extra: Value) {
+    match (into, extra) {
+        (Value::Object(into), Value::Object(extra)) => {
+            for (k, v) in extra {
+                merge(into.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (into, extra) => *into = extra,
+    }
+}
+
+fn app() -> Value {
+    json!([{"name": "app", "image": "registry.example.com/app:1"}])
+}
+
+fn cases() -> Vec<Case> {
+    let labelled = json!({"metadata": {"labels": {"team": "a", "env": "dev"}}});
+    let annotated = json!({"metadata": {"annotations": {"existing": "yes"}}});
+    let with_proxy = json!([{"name": "app", "image": "app:1"}, {"name": "mesh-proxy", "image": "old/proxy:0.1"}]);
+    vec![
+        // Kubernetes' documentation: a sidecar as an init container, with
+        // ApplyConfiguration, unless the pod has it already.
+        Case {
+            name: "docs-apply-sidecar",
+            deployments: false,
+            spec: r#"
+  matchConditions:
+  - name: does-not-already-have-sidecar
+    expression: "!object.spec.?initContainers.orValue([]).exists(ic, ic.name == 'mesh-proxy')"
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{initContainers: [Object.spec.initContainers{
+          name: "mesh-proxy", image: "mesh/proxy:v1.0.0", restartPolicy: "Always"}]}}
+"#,
+            objects: vec![
+                pod("plain", app(), json!({})),
+                pod("has-init", app(), json!({"spec": {"initContainers": [{"name": "setup", "image": "busybox"}]}})),
+                pod("has-sidecar", app(), json!({"spec": {"initContainers": [{"name": "mesh-proxy", "image": "x"}]}})),
+            ],
+        },
+        // The documentation's JSONPatch form: `add` to `-` of a list that
+        // exists (args, an atomic list, included: JSON Patch may set it).
+        Case {
+            name: "docs-jsonpatch-sidecar",
+            deployments: false,
+            spec: r#"
+  matchConditions:
+  - name: has-init-containers
+    expression: "has(object.spec.initContainers)"
+  - name: does-not-already-have-sidecar
+    expression: "!object.spec.initContainers.exists(ic, ic.name == 'mesh-proxy')"
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: "add", path: "/spec/initContainers/-", value: Object.spec.initContainers{
+          name: "mesh-proxy", image: "mesh-proxy/v1.0.0", args: ["proxy", "sidecar"], restartPolicy: "Always"}}]
+"#,
+            objects: vec![
+                pod("has-init", app(), json!({"spec": {"initContainers": [{"name": "setup", "image": "busybox"}]}})),
+                pod("plain", app(), json!({})),
+            ],
+        },
+        // Labels added, and replaced where the key is there.
+        Case {
+            name: "labels",
+            deployments: false,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'env': 'prod', 'managed': 'true'}}}"
+"#,
+            objects: vec![pod("unlabelled", app(), json!({})), pod("labelled", app(), labelled.clone())],
+        },
+        // Annotations by JSON Patch with an escaped key; an object without
+        // annotations makes the patch fail, and the policy refuse it.
+        Case {
+            name: "annotations-escaped",
+            deployments: false,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: "add", path: "/metadata/annotations/" + jsonpatch.escapeKey("example.com/owner~team"),
+                   value: "platform"}]
+"#,
+            objects: vec![pod("annotated", app(), annotated.clone()), pod("bare", app(), json!({}))],
+        },
+        // The same with failurePolicy Ignore: the failing object passes.
+        Case {
+            name: "annotations-ignore",
+            deployments: false,
+            spec: r#"
+  failurePolicy: Ignore
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'replace', path: '/metadata/annotations/existing', value: 'no'}]"
+"#,
+            objects: vec![pod("annotated", app(), annotated), pod("bare", app(), json!({}))],
+        },
+        // A JSON Patch `test` that fails leaves the object as it was.
+        Case {
+            name: "jsonpatch-test",
+            deployments: false,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: "test", path: "/metadata/labels/team", value: "a"},
+         JSONPatch{op: "add", path: "/metadata/labels/checked", value: "yes"}]
+"#,
+            objects: vec![
+                pod("team-a", app(), labelled),
+                pod("team-b", app(), json!({"metadata": {"labels": {"team": "b"}}})),
+            ],
+        },
+        // Removing what may not be there: refused in the API server's
+        // words whether the key or its parent is missing.
+        Case {
+            name: "jsonpatch-remove",
+            deployments: false,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'remove', path: '/metadata/labels/team'}]"
+"#,
+            objects: vec![
+                pod("team", app(), json!({"metadata": {"labels": {"team": "a", "keep": "x"}}})),
+                pod("other-label", app(), json!({"metadata": {"labels": {"keep": "x"}}})),
+                pod("unlabelled", app(), json!({})),
+            ],
+        },
+        // A sidecar merged into containers by name: added to a pod without
+        // one, and updated in place in a pod that has one.
+        Case {
+            name: "sidecar-by-name",
+            deployments: false,
+            spec: r#"
+  variables:
+  - name: image
+    expression: "'mesh/proxy:' + 'v2'"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{containers: [Object.spec.containers{name: "mesh-proxy", image: variables.image,
+          ports: [Object.spec.containers.ports{containerPort: 15001, name: "proxy"}]}]}}
+"#,
+            objects: vec![pod("without", app(), json!({})), pod("with", with_proxy, json!({}))],
+        },
+        // What MAP refuses: a sidecar with args (an atomic list).
+        Case {
+            name: "atomic-refused",
+            deployments: false,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{containers: [Object.spec.containers{name: "sidecar", image: "s:1", args: ["run"]}]}}
+"#,
+            objects: vec![pod("any", app(), json!({}))],
+        },
+        // Defaults on a Deployment's pod template, where not set, read
+        // through a variable; two mutations in order.
+        Case {
+            name: "deployment-defaults",
+            deployments: true,
+            spec: r#"
+  matchConditions:
+  - name: no-security-context
+    expression: "!has(object.spec.template.spec.securityContext) || !has(object.spec.template.spec.securityContext.runAsNonRoot)"
+  variables:
+  - name: replicas
+    expression: "object.spec.?replicas.orValue(1)"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{
+          securityContext: Object.spec.template.spec.securityContext{runAsNonRoot: true}}}}}
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        variables.replicas > 3 ? [] : [JSONPatch{op: "replace", path: "/spec/replicas", value: variables.replicas + 1}]
+"#,
+            objects: vec![deployment("small", 1, json!({})), deployment("large", 5, json!({})), {
+                deployment(
+                    "set",
+                    1,
+                    json!({"spec": {"template": {"spec": {"securityContext": {"runAsNonRoot": false}}}}}),
+                )
+            }],
+        },
+    ]
+}
+
+fn deployment(name: &str, replicas: u32, extra: Value) -> Value {
+    let mut d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}
+    });
+    merge(&mut d, extra);
+    d
+}
+
+/// The YAML of a case's MAP and binding, bound to namespace `ns`.
+fn policy_yaml(case: &Case, name: &str, ns: &str) -> String {
+    let (group, resource) = if case.deployments { ("apps", "deployments") } else { ("\"\"", "pods") };
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  \
+         matchConstraints:\n    resourceRules:\n    - {{apiGroups: [{group}], apiVersions: [v1], operations: [CREATE], \
+         resources: [{resource}]}}\n{}---\napiVersion: admissionregistration.k8s.io/v1\n\
+         kind: MutatingAdmissionPolicyBinding\nmetadata: {{name: {name}}}\nspec:\n  policyName: {name}\n  \
+         matchResources:\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}\n",
+        case.spec.trim_start_matches('\n')
+    )
+}
+
+/// What the API server stored (dry run), with what differs by creation
+/// alone removed; or its refusal.
+fn create(object: &Value, ns: &str) -> Result<Value, String> {
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = json!(ns);
+    let out = cluster().kubectl_stdin(&["create", "--dry-run=server", "-o", "json", "-f", "-"], &object.to_string());
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    let mut stored: Value = serde_json::from_slice(&out.stdout).expect("kubectl prints JSON");
+    let metadata = stored["metadata"].as_object_mut().expect("an object has metadata");
+    for field in ["uid", "creationTimestamp", "managedFields", "resourceVersion", "generation", "namespace"] {
+        metadata.remove(field);
+    }
+    Ok(stored)
+}
+
+/// `mutate --policy` on `object` as the API server admits it in `ns`.
+fn mutate(yaml: &str, ns: &str, admitted: &Value) -> Result<Value, String> {
+    let dir = tempfile::tempdir().expect("a test step");
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/map": ns}}});
+    let policy = dir.path().join("map.yaml");
+    std::fs::write(&policy, format!("{yaml}---\n{namespace}\n")).expect("a test step");
+    let input = dir.path().join("object.json");
+    let mut admitted = admitted.clone();
+    admitted["metadata"]["namespace"] = json!(ns);
+    std::fs::write(&input, admitted.to_string()).expect("a test step");
+    let out = Command::new(binaries().join("portcullis-injector"))
+        .args(["mutate", "--output", "review", "--policy"])
+        .arg(&policy)
+        .arg("-f")
+        .arg(&input)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("a test step");
+    assert!(out.status.success(), "mutate failed");
+    let review: Value = serde_json::from_slice(&out.stdout).expect("mutate prints a review");
+    let response = &review["response"];
+    if response["allowed"] != true {
+        return Err(response["status"]["message"].as_str().unwrap_or_default().to_owned());
+    }
+    let Some(patch) = response["patch"].as_str() else { return Ok(admitted) };
+    let patch: json_patch::Patch =
+        serde_json::from_str(&portcullis_e2e::decode_base64(patch)).expect("the patch is a JSON Patch");
+    json_patch::patch(&mut admitted, &patch).expect("the patch applies");
+    Ok(admitted)
+}
+
+#[tokio::test]
+async fn maps_mutate_as_the_api_server_mutates() {
+    let client = cluster().client().await;
+    let plain = unique("map-off");
+    namespace(&client, &plain, &[]).await;
+    let (mut compared, mut changed, mut refused, mut differences) = (0, 0, 0, Vec::new());
+    for case in cases() {
+        let ns = unique(&format!("map-{}", case.name));
+        namespace(&client, &ns, &[("e2e.portcullis.dev/map", &ns)]).await;
+        let name = format!("{}.{ns}", case.name);
+        let yaml = policy_yaml(&case, &name, &ns);
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
+        let first = &case.objects[0];
+        let without = create(first, &plain).expect("the object is valid without the MAP");
+        eventually(&format!("the API server applies {name}"), MINUTE, || {
+            (create(first, &ns) != Ok(without.clone())).then_some(())
+        })
+        .await;
+        for object in &case.objects {
+            let what = format!("{} {}", case.name, object["metadata"]["name"]);
+            let theirs = create(object, &ns);
+            let admitted = create(object, &plain).expect("the object is valid without the MAP");
+            let ours = mutate(&yaml, &ns, &admitted).and_then(|mutated| create(&mutated, &plain));
+            compared += 1;
+            changed += usize::from(theirs.as_ref().is_ok_and(|t| *t != admitted));
+            refused += usize::from(theirs.is_err());
+            let same = match (&theirs, &ours) {
+                (Ok(t), Ok(o)) => t == o,
+                // kubectl prefixes the API server's message.
+                (Err(t), Err(o)) => t.ends_with(o.as_str()),
+                _ => false,
+            };
+            if !same {
+                differences.push(format!("{what}:\n  API server: {theirs:?}\n  mutate:     {ours:?}"));
+            }
+        }
+        ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
+    }
+    println!("{compared} objects compared: {changed} changed, {refused} refused");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(changed >= 8 && refused >= 4, "the cases should change and refuse objects");
+}
