@@ -58,7 +58,8 @@ pub(crate) fn review(pod: &Value) -> Vec<u8> {
 pub(crate) fn precomputed_patch(pod: &Value) -> anyhow::Result<Vec<u8>> {
     let text = std::fs::read(injector_config())?;
     let config = portcullis_injector::serve::parse(&vec![(injector_config(), text)])?;
-    let outcome = portcullis_injector::mutate::mutate_pod(pod, &config);
+    let req = portcullis_admission::decode(&review(pod))?;
+    let outcome = portcullis_injector::mutate::mutate(&req, &config);
     let Verdict::Patch(patch) = outcome.decision.verdict else {
         anyhow::bail!("the injector did not patch the benchmark pod");
     };

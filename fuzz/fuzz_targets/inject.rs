@@ -22,20 +22,20 @@ fuzz_target!(|data: &[u8]| {
     let body = envelope.body(Some(&pod), None);
     // The pod as sent, which the patch applies to; the injector reads only
     // its editable parts.
-    let (Ok(whole), Ok(req)) = (decode(&body), portcullis_injector::pod::decode(&body)) else { return };
-    let Some(original) = whole.object else { return };
+    let (Ok(whole_req), Ok(req)) = (decode(&body), portcullis_injector::pod::decode_for(&body, config)) else { return };
+    let Some(original) = whole_req.object.clone() else { return };
     let decision = mutate(&req, config).decision;
     if let Verdict::Deny { .. } = decision.verdict {
         panic!("the injector never denies: {decision:?}");
     }
-    let mutated = mutated_whole(&original, config).unwrap_or_else(|| original.clone());
+    let mutated = mutated_whole(&whole_req, &original, config).unwrap_or_else(|| original.clone());
     let mut patched = original.clone();
     if let Some(patch) = answer(decision, &req) {
         rfc6902::apply(&mut patched, &patch).unwrap_or_else(|e| panic!("the patch does not apply: {e}\n{patch}"));
     }
     assert_eq!(patched, mutated, "the patch does not give the mutated pod");
 
-    let again = portcullis_injector::pod::decode(&envelope.body(Some(&mutated), None))
+    let again = portcullis_injector::pod::decode_for(&envelope.body(Some(&mutated), None), config)
         .unwrap_or_else(|e| panic!("the mutated pod: {e}"));
     let second = answer(mutate(&again, config).decision, &again);
     assert_eq!(second, None::<Value>, "a second pass changed the pod\nfirst: {mutated}");

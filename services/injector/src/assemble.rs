@@ -15,6 +15,7 @@ use portcullis_resources::Refusal;
 use crate::compile::ConfigPart;
 use crate::config::{Config, Defaults, Template, object_name};
 use crate::images::RewriteRule;
+use crate::native::own::CompiledMutation;
 
 /// The `Ready=False` reason of an object that contradicts an earlier one.
 pub const CONFLICT: &str = "Conflict";
@@ -78,6 +79,7 @@ pub(crate) struct Unit<'a, K> {
     default_templates: &'a [String],
     image_rewrites: &'a [RewriteRule],
     defaults: Option<&'a Defaults>,
+    mutations: &'a [CompiledMutation],
 }
 
 impl<'a, K: fmt::Display> Unit<'a, K> {
@@ -105,8 +107,17 @@ impl<'a, K> Unit<'a, K> {
                 default_templates: &part.default_templates,
                 image_rewrites: &part.image_rewrites,
                 defaults: Some(&part.defaults),
+                mutations: &part.mutations,
             },
-            None => Self { key, label, templates, default_templates: &[], image_rewrites: &[], defaults: None },
+            None => Self {
+                key,
+                label,
+                templates,
+                default_templates: &[],
+                image_rewrites: &[],
+                defaults: None,
+                mutations: &[],
+            },
         }
     }
 }
@@ -162,6 +173,8 @@ struct Set<'a> {
     /// `defaults.<field>` (labels and annotations by key) -> the unit that
     /// sets it.
     defaults: BTreeMap<String, &'a str>,
+    /// CEL mutation name -> the unit that defines it.
+    mutations: BTreeMap<&'a str, &'a str>,
 }
 
 impl<'a> Set<'a> {
@@ -205,13 +218,22 @@ impl<'a> Set<'a> {
             }
             added.defaults.extend(fields.into_iter().map(|field| (field, here)));
         }
+        for m in unit.mutations {
+            let name = m.spec.name.as_str();
+            if let Some(first) = self.mutations.get(name).or(added.mutations.get(name)) {
+                return Err(format!("mutation {name:?} is defined twice (in {first} and in {here})"));
+            }
+            added.mutations.insert(name, here);
+        }
         self.templates.extend(added.templates);
+        self.mutations.extend(added.mutations);
         self.containers.extend(added.containers);
         self.volumes.extend(added.volumes);
         self.defaults.extend(added.defaults);
         self.config.templates.extend(unit.templates.iter().cloned());
         self.config.default_templates.extend(unit.default_templates.iter().cloned());
         self.config.image_rewrites.extend(unit.image_rewrites.iter().cloned());
+        self.config.mutations.extend(unit.mutations.iter().cloned());
         if let Some(defaults) = unit.defaults {
             merge(&mut self.config.defaults, defaults);
         }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use portcullis_cel::args::CelArgs;
 use portcullis_server::args::ProbeArgs;
 use portcullis_server::args::ReloadArgs;
 use portcullis_server::{ResourceArgs, ServeArgs};
@@ -64,6 +65,15 @@ pub struct Serve {
     pub portcullis_namespace: String,
     #[clap(flatten)]
     #[allow(missing_docs)]
+    pub cel: CelArgs,
+    /// Threads that run the CEL mutations, started once: the most requests
+    /// mutated by CEL at once (more wait their turn, their deadline
+    /// running). Requests are decided on the async runtime only while the
+    /// configuration has no CEL mutation.
+    #[arg(long, env = "PORTCULLIS_EVALUATION_THREADS", default_value_t = portcullis_cel::workers::DEFAULT_THREADS)]
+    pub evaluation_threads: usize,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
     pub serve: ServeArgs,
 }
 
@@ -89,6 +99,9 @@ pub struct Mutate {
     /// object (YAML).
     #[arg(short, long, value_enum, default_value = "review")]
     pub output: Output,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub cel: CelArgs,
 }
 
 /// Output of `mutate`.

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::config::{Defaults, Template, object_name};
 use crate::images::{RewriteError, RewriteRule};
+use crate::native::NativeError;
+use crate::native::own::CompiledMutation;
 use crate::resources::{InjectionTemplateSpec, InjectorConfigSpec};
 
 /// The `Ready=False` reason of an object that is not valid on its own.
@@ -27,6 +29,8 @@ pub struct ConfigPart {
     pub image_rewrites: Vec<RewriteRule>,
     /// The defaults it sets.
     pub defaults: Defaults,
+    /// Its CEL mutations, compiled, in order.
+    pub mutations: Vec<CompiledMutation>,
 }
 
 /// Why a template was refused.
@@ -85,6 +89,15 @@ pub enum PartError {
     /// One of its image rewrite rules.
     #[error(transparent)]
     Rewrite(#[from] RewriteError),
+    /// One of its CEL mutations.
+    #[error("mutations[{index}]: {error}")]
+    Mutation {
+        /// The mutation's index.
+        index: usize,
+        /// Why.
+        #[source]
+        error: NativeError,
+    },
 }
 
 /// The template an `InjectionTemplate` called `name` defines, or why it
@@ -112,11 +125,19 @@ pub(crate) fn part(spec: &InjectorConfigSpec) -> Result<ConfigPart, PartError> {
     for rule in &spec.image_rewrites {
         rule.check()?;
     }
+    let mut mutations = Vec::with_capacity(spec.mutations.len());
+    for (index, mutation) in spec.mutations.iter().enumerate() {
+        // The estimate's limit is Kubernetes' own, as for the API server's
+        // MAPs; the runtime limits are the `--cel-*` flags.
+        let compiled = mutation.compile(portcullis_cel::cost::DEFAULT_LIMIT);
+        mutations.push(compiled.map_err(|error| PartError::Mutation { index, error })?);
+    }
     Ok(ConfigPart {
         templates: spec.templates.clone(),
         default_templates: spec.default_templates.clone(),
         image_rewrites: spec.image_rewrites.clone(),
         defaults: spec.defaults.clone(),
+        mutations,
     })
 }
 

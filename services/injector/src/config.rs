@@ -3,6 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
+
+use portcullis_cel::args::CelArgs;
+use portcullis_cel::budget::Limits;
 
 use portcullis_admission::documents::{self, DocumentError};
 use schemars::JsonSchema;
@@ -12,10 +16,14 @@ use serde_json::Value;
 use crate::assemble::{Unit, assemble_in_order};
 use crate::compile::{self, ConfigPart, check_template};
 use crate::images::RewriteRule;
+use crate::native::own::CompiledMutation;
 use crate::resources::{InjectionTemplateSpec, InjectorConfigSpec};
 
 /// `kind` of the documents (and objects) that configure the injector.
 pub const CONFIG_KIND: &str = "InjectorConfig";
+/// The default of `--cel-timeout`.
+const DEFAULT_CEL_TIMEOUT: Duration = Duration::from_millis(250);
+
 /// `kind` of the documents (and objects) that define one template.
 pub const TEMPLATE_KIND: &str = "InjectionTemplate";
 
@@ -149,9 +157,40 @@ pub struct Config {
     pub image_rewrites: Vec<RewriteRule>,
     /// Defaults.
     pub defaults: Defaults,
+    /// CEL mutations, in order.
+    pub mutations: Vec<CompiledMutation>,
+    /// How much their CEL may run on one request.
+    pub cel: CelBounds,
+}
+
+/// The runtime bounds of the CEL mutations (`--cel-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CelBounds {
+    /// The cost limits.
+    pub limits: Limits,
+    /// The wall time all of one request's CEL may take.
+    pub timeout: Duration,
+}
+
+impl Default for CelBounds {
+    fn default() -> Self {
+        Self { limits: Limits::default(), timeout: DEFAULT_CEL_TIMEOUT }
+    }
+}
+
+impl CelBounds {
+    /// The bounds the flags set.
+    pub fn from_args(args: &CelArgs) -> Self {
+        Self { limits: args.limits(), timeout: args.cel_timeout }
+    }
 }
 
 impl Config {
+    /// This configuration with its CEL mutations bounded by `cel`.
+    pub fn bounded(self, cel: CelBounds) -> Self {
+        Self { cel, ..self }
+    }
+
     /// The template called `name`.
     pub fn template(&self, name: &str) -> Option<&Template> {
         self.templates.iter().find(|t| t.name == name)

@@ -1,12 +1,24 @@
 //! The injector's decision: a pure function from an admission request and
 //! the configuration to a [`Decision`] holding the mutated pod.
+//!
+//! A CREATE is mutated in one documented order, into one patch: the
+//! previous pass's injections are taken out, the templates injected, the
+//! CEL mutations run (on the pod as the templates left it, so they can
+//! change an injected sidecar), then images rewritten (those of containers
+//! the mutations added too) and defaults applied, and the status annotation
+//! written last.
 
+use std::time::Instant;
+
+use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Operation, Request, Verdict, json};
 use serde_json::Value;
 
 use crate::config::{Config, Defaults};
 use portcullis_admission::names::{INJECT_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION};
 
+use crate::apply::BUILTIN;
+use crate::native::run::{Context, Outcome as Ran};
 use crate::status::{Rewrite, Status};
 use crate::{images, inject, pod};
 
@@ -34,7 +46,7 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
         return Outcome::default();
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Create, None) => mutate_pod(object, config),
+        (Operation::Create, None) => mutate_pod(req, object, config),
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         (Operation::Update, Some("ephemeralcontainers")) => {
             rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
@@ -43,36 +55,45 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
     }
 }
 
-/// Injects the pod's templates, rewrites its images and applies defaults.
-/// Running it again on its own output changes nothing. `original` is the
-/// pod as [`pod::decode`] reads it (its [`pod::Editable`] parts) or whole:
-/// the patch is the same.
-pub fn mutate_pod(original: &Value, config: &Config) -> Outcome {
+/// Injects the pod's templates, runs the CEL mutations, rewrites its images
+/// and applies defaults. Running it again on its own output changes nothing
+/// (the CEL mutations must be idempotent, as a MutatingAdmissionPolicy's
+/// must). `original` is `req`'s pod as [`pod::decode_for`] reads it (its
+/// [`pod::Editable`] parts, or whole when there are CEL mutations): the
+/// patch is the same. A CEL mutation that fails under `failurePolicy: Fail`
+/// denies the pod.
+pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
     let (previous, mut warnings) = match start(original) {
         Ok(start) => start,
         Err(outcome) => return *outcome,
     };
     let mut mutated = original.clone();
-    let (status, images_rewritten) = inject_all(&mut mutated, original, config, &previous, &mut warnings);
-    Outcome {
-        decision: Decision {
-            verdict: Verdict::changes(original, &mutated),
-            warnings,
-            applied: status.templates,
-            ..Decision::default()
+    match inject_all(&mut mutated, req, original, config, &previous, &mut warnings) {
+        Ok((status, images_rewritten)) => Outcome {
+            decision: Decision {
+                verdict: Verdict::changes(original, &mutated),
+                warnings,
+                applied: status.templates,
+                ..Decision::default()
+            },
+            images_rewritten,
         },
-        images_rewritten,
+        Err(message) => {
+            let mut decision = Decision::deny(403, message);
+            decision.warnings = warnings;
+            Outcome { decision, images_rewritten: 0 }
+        }
     }
 }
 
 /// The pod [`mutate_pod`]'s patch makes of the whole `original`, made
 /// without a patch: the same mutation on a copy of the whole pod. The
 /// reference the tests and the fuzz target hold the patch from the pod's
-/// [`pod::Editable`] parts to; `None` when the pod is left alone.
-pub fn mutated_whole(original: &Value, config: &Config) -> Option<Value> {
+/// [`pod::Editable`] parts to; `None` when the pod is left alone or denied.
+pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    inject_all(&mut pod, original, config, &previous, &mut warnings);
+    inject_all(&mut pod, req, original, config, &previous, &mut warnings).ok()?;
     Some(pod)
 }
 
@@ -104,14 +125,15 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
 /// pod, whole or its [`pod::Editable`] parts, with the same result on
 /// those parts. Reads the pod's choices (templates, host network) from
 /// `original`. Returns what it recorded in the status annotation and the
-/// count of images rewritten.
+/// count of images rewritten, or why a CEL mutation denies the pod.
 fn inject_all(
     pod: &mut Value,
+    req: &Request,
     original: &Value,
     config: &Config,
     previous: &Status,
     warnings: &mut Vec<String>,
-) -> (Status, usize) {
+) -> Result<(Status, usize), String> {
     let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
     let templates = selected_templates(original, config, warnings);
     let mut status = Status::default();
@@ -120,10 +142,43 @@ fn inject_all(
     for template in templates.into_iter().filter(|t| !(t.skip_host_network && host_network)) {
         inject::apply(spec, template, &mut status, warnings);
     }
+    run_cel(pod, req, config, warnings)?;
+    let spec = pod::object_mut(pod).entry("spec").or_insert(Value::Null);
     let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, previous, &mut status);
     apply_defaults(pod, &config.defaults);
     write_status(pod, &status);
-    (status, images_rewritten)
+    Ok((status, images_rewritten))
+}
+
+/// Runs the CEL mutations in order on `pod`, within the configuration's
+/// bounds. One that fails under `Fail` ends the mutation with its message;
+/// under `Ignore` it leaves the pod as it was and warns. They run only on
+/// a pod read whole: a request read in parts arrived before the
+/// configuration that holds them was in force ([`pod::decode_for`]).
+fn run_cel(pod: &mut Value, req: &Request, config: &Config, warnings: &mut Vec<String>) -> Result<(), String> {
+    if config.mutations.is_empty() || !req.whole {
+        return Ok(());
+    }
+    // Their matching is the webhook configuration's: no namespace is read.
+    let namespaces = ManifestNamespaces::default();
+    let context = Context {
+        namespaces: &namespaces,
+        schemas: &BUILTIN,
+        limits: config.cel.limits,
+        deadline: Instant::now() + config.cel.timeout,
+    };
+    for mutation in &config.mutations {
+        let name = &mutation.spec.name;
+        match mutation.compiled.run(context, req, pod) {
+            Ok(Ran::Applied(object)) => *pod = object,
+            Ok(Ran::NotApplied) => {}
+            Ok(Ran::Ignored(why)) => {
+                warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
+            }
+            Err(denied) => return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message)),
+        }
+    }
+    Ok(())
 }
 
 /// Allows a pod the injector cannot work on unchanged, saying why.

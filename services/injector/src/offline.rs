@@ -5,26 +5,23 @@
 //! when something after them changed the object.
 
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Request, Verdict, decode, encode, manifest};
-use portcullis_cel::budget::Limits;
 use portcullis_server::watch;
 use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::apply::BUILTIN;
 use crate::cli::{Mutate, Output};
+use crate::config::CelBounds;
 use crate::native::run::{Context, run_round};
 use crate::native::{self, NativeMutation};
 use crate::serve::parse;
 use crate::webhook::Injector;
-
-/// How long the CEL of one object may run offline.
-const CEL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `mutate`, printing one result per input document.
 pub fn run(args: &Mutate) -> anyhow::Result<()> {
@@ -36,7 +33,8 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         None
     } else {
         let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
-        Some(Injector::new(parse(&contents).context("the injector configuration is invalid")?))
+        let config = parse(&contents).context("the injector configuration is invalid")?;
+        Some(Injector::new(config.bounded(CelBounds::from_args(&args.cel))))
     };
     let (natives, namespaces) = read_policies(args)?;
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
@@ -48,8 +46,8 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let context = Context {
             namespaces: &namespaces,
             schemas: &BUILTIN,
-            limits: Limits::default(),
-            deadline: Instant::now() + CEL_TIMEOUT,
+            limits: args.cel.limits(),
+            deadline: Instant::now() + args.cel.cel_timeout,
         };
         let decision = decide(&natives, injector.as_ref(), context, &req);
         for warning in &decision.warnings {
@@ -157,5 +155,10 @@ fn decide(natives: &[NativeMutation], injector: Option<&Injector>, context: Cont
 }
 
 fn clone_request(req: &Request) -> Request {
-    Request { inner: req.inner.clone(), object: req.object.clone(), old_object: req.old_object.clone() }
+    Request {
+        inner: req.inner.clone(),
+        object: req.object.clone(),
+        old_object: req.old_object.clone(),
+        whole: req.whole,
+    }
 }

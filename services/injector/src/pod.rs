@@ -74,6 +74,12 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
     if injected_containers { portcullis_admission::decode(body) } else { Ok(req) }
 }
 
+/// Reads a review as `config` needs it: whole when it has CEL mutations,
+/// which may read and change any field; else as [`decode`] does.
+pub fn decode_for(body: &[u8], config: &crate::config::Config) -> Result<Request, DecodeError> {
+    if config.mutations.is_empty() { decode(body) } else { portcullis_admission::decode(body) }
+}
+
 /// Why the spec's containers cannot be told apart by name, if they cannot:
 /// a container without a name, or a name used twice. The API server
 /// refuses such a pod after admission; the injector must not edit it

@@ -20,12 +20,15 @@ use serde_json::{Value, json};
 
 use crate::config::{Defaults, Template};
 use crate::images::RewriteRule;
+use crate::native::own::CelMutation;
 
 /// Most containers (or init containers) one template may inject. It bounds
 /// the API server's cost estimate of the per-container validation rule.
 pub const MAX_CONTAINERS: u32 = 32;
 /// Most templates one `InjectorConfig` may define inline.
 pub const MAX_TEMPLATES: u32 = 128;
+/// The most CEL mutations one `InjectorConfig` holds.
+pub const MAX_MUTATIONS: u32 = 64;
 
 /// What one template adds to a pod. Pods choose templates by name in the
 /// `portcullis.dev/templates` annotation; `defaultTemplates` of an
@@ -158,6 +161,15 @@ pub struct InjectorConfigSpec {
     /// Defaults set on every injected pod.
     #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
+    /// Mutations written in MutatingAdmissionPolicy's CEL language (match
+    /// conditions, variables, `ApplyConfiguration` and `JSONPatch`
+    /// mutations, failurePolicy), plus what MAP refuses: atomic lists and
+    /// structs replaced whole, and `JSONMergePatch`, which removes list
+    /// items. They run on every pod the injector mutates, after its
+    /// templates and before its image rewrites and defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("maxItems" = MAX_MUTATIONS, "x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub mutations: Vec<CelMutation>,
 }
 
 /// Fields whose items are the Pod API's (or metav1's) own types: their

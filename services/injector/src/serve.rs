@@ -11,8 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::Serve;
 use crate::cluster::Catalogs;
-use crate::config::Config;
+use crate::config::{CelBounds, Config};
 use crate::webhook::Injector;
+use portcullis_cel::workers::Workers;
 
 /// Runs the webhook until SIGTERM/SIGINT.
 pub async fn run(args: Serve) -> anyhow::Result<()> {
@@ -30,12 +31,14 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     }
     let paths = args.config.paths.clone();
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
-    let config = parse(&initial).context("the injector configuration is invalid")?;
+    let bounds = CelBounds::from_args(&args.cel);
+    let config = parse(&initial).context("the injector configuration is invalid")?.bounded(bounds);
     log_config("configuration loaded", &config);
-    let injector = Arc::new(Injector::new(config));
+    let injector = Arc::new(Injector::with_workers(config, workers(&args)?));
     let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
     reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |c| {
+        let c = c.bounded(bounds);
         log_config("configuration reloaded", &c);
         target.set_config(c);
     });
@@ -50,7 +53,8 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let client = kube::Client::try_default()
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
-    let injector = Arc::new(Injector::new(Config::default()));
+    let bounds = CelBounds::from_args(&args.cel);
+    let injector = Arc::new(Injector::with_workers(Config::default().bounded(bounds), workers(&args)?));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
@@ -60,6 +64,7 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let (target, swap_catalogs) = (injector.clone(), catalogs.clone());
     let swap: Swap = Box::new(move || {
         let (config, remarks) = swap_catalogs.config();
+        let config = config.bounded(bounds);
         log_config("configuration in force", &config);
         target.set_config(config);
         remarks
@@ -79,6 +84,11 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     Ok(())
 }
 
+/// The threads CEL mutations run on.
+fn workers(args: &Serve) -> anyhow::Result<Workers> {
+    Workers::new(args.evaluation_threads).context("starting the evaluation threads")
+}
+
 /// Parses every file's documents into one configuration.
 pub fn parse(contents: &watch::Contents) -> Result<Config, crate::config::ConfigError> {
     Config::from_sources(contents.iter().map(|(path, bytes)| (path.as_path(), bytes.as_slice())))
@@ -89,6 +99,7 @@ fn log_config(message: &str, config: &Config) {
         templates = config.templates.len(),
         default_templates = ?config.default_templates,
         image_rewrites = config.image_rewrites.len(),
+        cel_mutations = config.mutations.len(),
         "{message}"
     );
 }

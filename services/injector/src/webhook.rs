@@ -1,11 +1,15 @@
 //! The injector as a webhook: the current configuration (swapped on
-//! reload), its decision function and its own metrics.
+//! reload), its decision function and its own metrics. A configuration
+//! with CEL mutations is decided on the evaluation threads, never on the
+//! async runtime; one without is decided in place, as before.
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use portcullis_admission::{Decision, DecodeError, Request};
+use portcullis_cel::workers::Workers;
 use portcullis_server::webhook::Webhook;
+use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,12 +31,19 @@ pub struct Injector {
     config: ArcSwap<Config>,
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
+    /// Where CEL mutations run; `None`: on the caller's thread (offline).
+    workers: Option<Arc<Workers>>,
 }
 
 impl Injector {
     /// An injector running `config`.
     pub fn new(config: Config) -> Self {
         Self { config: ArcSwap::from_pointee(config), ..Self::default() }
+    }
+
+    /// An injector that decides requests with CEL mutations on `workers`.
+    pub fn with_workers(config: Config, workers: Workers) -> Self {
+        Self { workers: Some(Arc::new(workers)), ..Self::new(config) }
     }
 
     /// The configuration in force.
@@ -67,11 +78,21 @@ impl Injector {
 
 impl Webhook for Injector {
     fn decode(&self, body: &[u8]) -> Result<Request, DecodeError> {
-        crate::pod::decode(body)
+        crate::pod::decode_for(body, &self.config.load())
     }
 
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
-        std::future::ready(self.decide(&req))
+        let workers = self.workers.clone().filter(|_| !self.config.load().mutations.is_empty());
+        async move {
+            let Some(workers) = workers else { return self.decide(&req) };
+            // The future runs in the request's span; the job continues it.
+            let span = tracing::Span::current();
+            let job = move || span.in_scope(|| self.decide(&req));
+            workers.run(job).await.unwrap_or_else(|err| {
+                tracing::error!(error = %error_chain(&err), "the CEL mutations failed");
+                Decision::deny(500, "the injector failed to evaluate the request; see its log")
+            })
+        }
     }
 
     fn kind_label(&self, req: &Request) -> &'static str {

@@ -64,10 +64,6 @@ pub struct PolicyArgs {
     /// so).
     #[arg(long, env = "PORTCULLIS_EXCEPTION_NAMESPACES", value_delimiter = ',')]
     pub exception_namespaces: Vec<String>,
-    /// Bound on the wall time of all CEL evaluation for one request; past
-    /// it, the policies' failure policy applies.
-    #[arg(long, env = "PORTCULLIS_CEL_TIMEOUT", default_value = "250ms", value_parser = humantime::parse_duration)]
-    pub cel_timeout: Duration,
     /// Largest worst-case cost a CEL expression may spend beyond work linear
     /// in the object (nested loops over it, whole-object scans per element),
     /// estimated at load with request data at the API server's 3 MiB limit;
@@ -75,16 +71,9 @@ pub struct PolicyArgs {
     /// Kubernetes' StaticEstimatedCostLimit.
     #[arg(long, env = "PORTCULLIS_CEL_COST_LIMIT", default_value_t = portcullis_cel::cost::DEFAULT_LIMIT)]
     pub cel_cost_limit: u64,
-    /// Runtime cost one CEL expression may spend on one request (one unit
-    /// per expression node evaluated, loop bodies once per pass); past it
-    /// the evaluation stops and the policy's failure policy applies. The
-    /// default is Kubernetes' PerCallLimit.
-    #[arg(long, env = "PORTCULLIS_CEL_PER_CALL_LIMIT", default_value_t = portcullis_cel::budget::DEFAULT_PER_CALL_LIMIT)]
-    pub cel_per_call_limit: u64,
-    /// Runtime cost all of one policy's expressions may spend on one
-    /// request together. The default is Kubernetes' RuntimeCELCostBudget.
-    #[arg(long, env = "PORTCULLIS_CEL_POLICY_BUDGET", default_value_t = portcullis_cel::budget::DEFAULT_POLICY_BUDGET)]
-    pub cel_policy_budget: u64,
+    #[clap(flatten)]
+    #[allow(missing_docs)]
+    pub cel: portcullis_cel::args::CelArgs,
 }
 
 impl PolicyArgs {

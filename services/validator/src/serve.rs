@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use portcullis_cel::budget::Limits;
 use portcullis_cel::workers::Workers;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
@@ -182,8 +181,8 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
 pub fn settings(args: &PolicyArgs) -> Settings {
     Settings {
         system_namespaces: crate::policy::system_namespaces(&args.portcullis_namespace),
-        cel_deadline: args.cel_timeout,
-        cel_limits: Limits { per_call: args.cel_per_call_limit, per_policy: args.cel_policy_budget },
+        cel_deadline: args.cel.cel_timeout,
+        cel_limits: args.cel.limits(),
     }
 }
 

@@ -6,7 +6,7 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde_json::{Value, json};
 
-use crate::parts::{ObjectParts, Read, Whole};
+use crate::parts::{ObjectParts, Parts, Read, Whole};
 
 /// The admission API versions the API server may send.
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
@@ -77,6 +77,10 @@ pub struct Request {
     pub object: Option<Value>,
     /// `request.oldObject` (UPDATE and DELETE).
     pub old_object: Option<Value>,
+    /// Whether the objects were built whole ([`decode`]), not only the
+    /// parts a decision reads ([`decode_parts`]): a decision that may read
+    /// any field (CEL) runs only on whole objects.
+    pub whole: bool,
 }
 
 impl Request {
@@ -140,7 +144,7 @@ pub fn decode_parts<P: ObjectParts>(body: &[u8]) -> Result<Request, DecodeError>
         dry_run: wire.dry_run,
         options: wire.options,
     };
-    Ok(Request { inner, object, old_object })
+    Ok(Request { inner, object, old_object, whole: matches!(P::PARTS, Parts::All) })
 }
 
 /// An `AdmissionReview` as it arrives: `kube`'s request envelope, with the
@@ -212,7 +216,7 @@ pub fn existing(
     inner.types.api_version = "admission.k8s.io/v1".into();
     inner.types.kind = "AdmissionReview".into();
     check_kind(&inner.kind, "object", &object)?;
-    Ok(Request { inner, object: Some(object), old_object: None })
+    Ok(Request { inner, object: Some(object), old_object: None, whole: true })
 }
 
 /// Refuses an object that is not a JSON object, or whose `kind`/`apiVersion`,

@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod budget;
 mod compile;
 mod convert;

@@ -130,7 +130,7 @@ impl Schemas {
     /// The node `node` stands for (through `$ref` or a one-element
     /// `allOf`), and the map type said where it is referred to.
     fn resolve<'a>(&'a self, node: &'a Node) -> Shape<'a> {
-        let reference = node.reference.as_deref().or_else(|| match node.all_of.as_slice() {
+        let reference = node.reference.as_deref().or(match node.all_of.as_slice() {
             [only] => only.reference.as_deref(),
             _ => None,
         });

@@ -12,12 +12,17 @@
 //! be evaluated outside it (`authorizer`, `namespaceObject`), is a clear
 //! error naming the policy and the field, never a silent pass.
 
+pub mod own;
 pub mod run;
 
-use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, Variable,
+};
 use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::{CompileError, Environment, Expression, compile_in};
+
+use crate::apply::Atomics;
 
 /// How a mutation's expression says its change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +31,9 @@ pub enum PatchType {
     JsonPatch,
     /// An `Object{...}` merged by server-side apply's rules.
     ApplyConfiguration,
+    /// An object applied as a JSON Merge Patch (RFC 7386): lists replaced
+    /// whole, `null` removes a field. Portcullis' own, past MAP's limits.
+    JsonMergePatch,
 }
 
 /// What happens when a mutation fails.
@@ -62,7 +70,9 @@ pub struct NativeMutation {
     pub policy: String,
     /// The binding's name.
     pub binding: String,
-    matching: NativeMatch,
+    /// The policy's and binding's match; `None` for the injector's own
+    /// mutations, which see what its webhook configuration sends.
+    matching: Option<NativeMatch>,
     conditions: Vec<Named>,
     variables: Vec<Named>,
     mutations: Vec<Mutation>,
@@ -71,6 +81,8 @@ pub struct NativeMutation {
     /// `reinvocationPolicy: IfNeeded`: run again when something after it
     /// changed the object.
     pub reinvoke: bool,
+    /// What an apply configuration may do to atomic values.
+    pub atomics: Atomics,
     data_reads: DataReads,
 }
 
@@ -82,9 +94,9 @@ pub struct NativeError {
     pub policy: String,
     /// The binding (empty for a policy without bindings).
     pub binding: String,
-    /// What is wrong.
+    /// What is wrong (boxed: errors stay small on the success path).
     #[source]
-    pub problem: Problem,
+    pub problem: Box<Problem>,
 }
 
 /// What is wrong with a MAP or binding.
@@ -156,7 +168,11 @@ pub fn compile(
 ) -> Result<NativeMutation, NativeError> {
     let policy_name = policy.metadata.name.clone().unwrap_or_default();
     let binding_name = binding.metadata.name.clone().unwrap_or_default();
-    let fail = |problem| NativeError { policy: policy_name.clone(), binding: binding_name.clone(), problem };
+    let fail = |problem| NativeError {
+        policy: policy_name.clone(),
+        binding: binding_name.clone(),
+        problem: Box::new(problem),
+    };
     let spec = policy.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
     let binding_spec = binding.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
     if spec.param_kind.is_some() || binding_spec.param_ref.is_some() {
@@ -168,20 +184,6 @@ pub fn compile(
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
             .map_err(|e| fail(e.into()))?;
-    let expression = |field: String, source: &str| {
-        compile_in(Environment::Mutation, source, cost_limit)
-            .map_err(|error| fail(Problem::Expression { field, error }))
-    };
-    let mut conditions = Vec::new();
-    for (i, c) in spec.match_conditions.iter().flatten().enumerate() {
-        let field = format!("spec.matchConditions[{i}].expression");
-        conditions.push(Named { name: c.name.clone(), expression: expression(field, &c.expression)? });
-    }
-    let mut variables = Vec::new();
-    for (i, v) in spec.variables.iter().flatten().enumerate() {
-        let field = format!("spec.variables[{i}].expression");
-        variables.push(Named { name: v.name.clone(), expression: expression(field, &v.expression)? });
-    }
     let mut mutations = Vec::new();
     for (i, m) in spec.mutations.iter().flatten().enumerate() {
         let (patch_type, source, field) = match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
@@ -195,17 +197,8 @@ pub fn compile(
             }
         };
         let field = format!("spec.mutations[{i}].{field}.expression");
-        let source = source.ok_or_else(|| fail(invalid(&field, "Required value")))?;
-        mutations.push(Mutation { patch_type, expression: expression(field, source)? });
+        mutations.push((patch_type, source.ok_or_else(|| fail(invalid(&field, "Required value")))?, field));
     }
-    if mutations.is_empty() {
-        return Err(fail(invalid("spec.mutations", "Required value")));
-    }
-    let failure = match spec.failure_policy.as_deref() {
-        None | Some("Fail") => FailurePolicy::Fail,
-        Some("Ignore") => FailurePolicy::Ignore,
-        Some(other) => return Err(fail(invalid("spec.failurePolicy", &format!("unsupported value {other:?}")))),
-    };
     let reinvoke = match spec.reinvocation_policy.as_deref() {
         // Required in admissionregistration.k8s.io/v1, as the API server
         // says.
@@ -214,21 +207,82 @@ pub fn compile(
         Some("IfNeeded") => true,
         Some(other) => return Err(fail(invalid("spec.reinvocationPolicy", &format!("unsupported value {other:?}")))),
     };
-    let mut data_reads = DataReads::default();
-    for e in conditions.iter().chain(&variables).map(|n| &n.expression).chain(mutations.iter().map(|m| &m.expression)) {
-        data_reads.add(e);
-    }
-    Ok(NativeMutation {
-        policy: policy_name.clone(),
-        binding: binding_name.clone(),
-        matching,
-        conditions,
-        variables,
+    let parts = Parts {
+        conditions: spec.match_conditions.as_deref().unwrap_or_default(),
+        variables: spec.variables.as_deref().unwrap_or_default(),
         mutations,
-        failure,
-        reinvoke,
-        data_reads,
-    })
+        failure_policy: spec.failure_policy.as_deref(),
+        field_prefix: "spec.",
+    };
+    let mut compiled = parts.compile(cost_limit).map_err(fail)?;
+    compiled.policy = policy_name.clone();
+    compiled.binding = binding_name.clone();
+    compiled.matching = Some(matching);
+    compiled.reinvoke = reinvoke;
+    Ok(compiled)
+}
+
+/// What the two forms (a MAP with its binding, the injector's own) share.
+struct Parts<'a> {
+    conditions: &'a [MatchCondition],
+    variables: &'a [Variable],
+    /// Each mutation's patch type, expression and field.
+    mutations: Vec<(PatchType, &'a str, String)>,
+    failure_policy: Option<&'a str>,
+    /// `spec.` for a MAP, where the fields are under its spec.
+    field_prefix: &'static str,
+}
+
+impl Parts<'_> {
+    /// Compiles the expressions; the caller sets names, match and
+    /// reinvocation.
+    fn compile(self, cost_limit: u64) -> Result<NativeMutation, Problem> {
+        let prefix = self.field_prefix;
+        let expression = |field: String, source: &str| {
+            compile_in(Environment::Mutation, source, cost_limit).map_err(|error| Problem::Expression { field, error })
+        };
+        let mut conditions = Vec::new();
+        for (i, c) in self.conditions.iter().enumerate() {
+            let field = format!("{prefix}matchConditions[{i}].expression");
+            conditions.push(Named { name: c.name.clone(), expression: expression(field, &c.expression)? });
+        }
+        let mut variables = Vec::new();
+        for (i, v) in self.variables.iter().enumerate() {
+            let field = format!("{prefix}variables[{i}].expression");
+            variables.push(Named { name: v.name.clone(), expression: expression(field, &v.expression)? });
+        }
+        if self.mutations.is_empty() {
+            return Err(invalid(&format!("{prefix}mutations"), "Required value"));
+        }
+        let mut mutations = Vec::new();
+        for (patch_type, source, field) in self.mutations {
+            mutations.push(Mutation { patch_type, expression: expression(field, source)? });
+        }
+        let failure = match self.failure_policy {
+            None | Some("Fail") => FailurePolicy::Fail,
+            Some("Ignore") => FailurePolicy::Ignore,
+            Some(other) => {
+                return Err(invalid(&format!("{prefix}failurePolicy"), &format!("unsupported value {other:?}")));
+            }
+        };
+        let mut data_reads = DataReads::default();
+        let all = conditions.iter().chain(&variables).map(|n| &n.expression);
+        for e in all.chain(mutations.iter().map(|m| &m.expression)) {
+            data_reads.add(e);
+        }
+        Ok(NativeMutation {
+            policy: String::new(),
+            binding: String::new(),
+            matching: None,
+            conditions,
+            variables,
+            mutations,
+            failure,
+            reinvoke: false,
+            atomics: Atomics::Refuse,
+            data_reads,
+        })
+    }
 }
 
 fn invalid(field: &str, why: &str) -> Problem {

@@ -71,7 +71,9 @@ impl NativeMutation {
     }
 
     fn try_run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, String> {
-        if !self.matching.applies(context.namespaces, req).map_err(|e| e.to_string())? {
+        if let Some(matching) = &self.matching
+            && !matching.applies(context.namespaces, req).map_err(|e| e.to_string())?
+        {
             return Ok(Outcome::NotApplied);
         }
         if !self.conditions_hold(context, req, object)? {
@@ -89,7 +91,10 @@ impl NativeMutation {
             .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
             current = match mutation.patch_type {
                 PatchType::JsonPatch => json_patch(&result, current)?,
-                PatchType::ApplyConfiguration => apply_configuration(context.schemas, req, &result, &current)?,
+                PatchType::ApplyConfiguration => {
+                    apply_configuration(context.schemas, req, &result, &current, self.atomics)?
+                }
+                PatchType::JsonMergePatch => merge_patch(&result, current)?,
             };
         }
         Ok(Outcome::Applied(current))
@@ -172,8 +177,24 @@ fn patch_error(object: &Value, patch: &json_patch::Patch, error: &json_patch::Pa
     }
 }
 
+/// Applies the object an expression returned as a JSON Merge Patch.
+fn merge_patch(result: &Cel, mut object: Value) -> Result<Value, String> {
+    let patch = to_json(result).map_err(|e| format!("JSON Merge Patch: {e}"))?;
+    if !patch.is_object() {
+        return Err(format!("JSON Merge Patch: the expression should evaluate to an object, got {result:?}"));
+    }
+    json_patch::merge(&mut object, &patch);
+    Ok(object)
+}
+
 /// Merges the `Object{...}` an expression returned into the object.
-fn apply_configuration(schemas: &Schemas, req: &Request, result: &Cel, object: &Value) -> Result<Value, String> {
+fn apply_configuration(
+    schemas: &Schemas,
+    req: &Request,
+    result: &Cel,
+    object: &Value,
+    atomics: Atomics,
+) -> Result<Value, String> {
     let config = to_json(result).map_err(|e| format!("error applying patch: {e}"))?;
     if !config.is_object() {
         return Err(format!("unsupported return type from ApplyConfiguration expression: {result:?}"));
@@ -185,7 +206,7 @@ fn apply_configuration(schemas: &Schemas, req: &Request, result: &Cel, object: &
             kind.group, kind.version, kind.kind
         )
     })?;
-    apply::apply(schemas, shape, object, &config, Atomics::Refuse).map_err(|e| match e {
+    apply::apply(schemas, shape, object, &config, atomics).map_err(|e| match e {
         MergeError::Atomic(_) => format!("error applying patch: invalid ApplyConfiguration: {e}"),
         other => format!("error applying patch: failed to merge patch: {other}"),
     })

@@ -1,0 +1,165 @@
+//! The injector's own CEL mutations: MutatingAdmissionPolicy's language in
+//! an `InjectorConfig`, for the pods the injector's webhook receives, with
+//! what MAP refuses made possible: an apply configuration may replace an
+//! atomic list or struct whole (`atomicFields: Replace`, the default), and
+//! `patchType: JSONMergePatch` replaces lists whole and removes fields with
+//! `null`, so items can be removed (`object.spec.containers.filter(...)`).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{NativeError, NativeMutation, Parts, PatchType, Problem};
+use crate::apply::Atomics;
+
+/// A mutation of the injector's own, in MAP's shape: match conditions,
+/// variables and mutations written as a MutatingAdmissionPolicy's are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CelMutation {
+    /// Its name, in messages, warnings and the trace.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Conditions on the pod (CEL, `object`, `request`): all must be true
+    /// for the mutations to run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_conditions: Vec<MatchCondition>,
+    /// Named expressions the mutations read as `variables.<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<Variable>,
+    /// The mutations, applied in order.
+    #[schemars(length(min = 1))]
+    pub mutations: Vec<OwnMutation>,
+    /// `Fail` (default): a mutation that fails denies the pod; `Ignore`:
+    /// the pod is admitted without this entry's changes, with a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_policy: Option<FailurePolicyName>,
+    /// What an apply configuration may do to atomic lists, maps and
+    /// structs (a container's `args`, `nodeSelector`): `Replace` (default)
+    /// sets them whole; `Refuse` fails as MutatingAdmissionPolicy does.
+    #[serde(default)]
+    pub atomic_fields: AtomicFields,
+}
+
+/// What happens when a mutation fails (its expression errs or is stopped
+/// by the budget, or its result does not apply): `Fail` denies the pod,
+/// `Ignore` admits it without this entry's changes, with a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum FailurePolicyName {
+    /// Deny the pod.
+    Fail,
+    /// Admit it without the change.
+    Ignore,
+}
+
+/// `atomicFields`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum AtomicFields {
+    /// Set them whole.
+    #[default]
+    Replace,
+    /// Fail, as MutatingAdmissionPolicy does.
+    Refuse,
+}
+
+/// One mutation: MAP's `patchType` with its expression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnMutation {
+    /// `ApplyConfiguration`, `JSONPatch` or `JSONMergePatch`.
+    pub patch_type: OwnPatchType,
+    /// For `ApplyConfiguration`: an expression returning `Object{...}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_configuration: Option<Expression>,
+    /// For `JSONPatch`: an expression returning `[JSONPatch{...}]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_patch: Option<Expression>,
+    /// For `JSONMergePatch`: an expression returning `Object{...}`, merged
+    /// as RFC 7386 says (lists replaced whole, `null` removes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_merge_patch: Option<Expression>,
+}
+
+/// `patchType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum OwnPatchType {
+    /// Merged by server-side apply's rules.
+    ApplyConfiguration,
+    /// JSON Patch operations.
+    #[serde(rename = "JSONPatch")]
+    JsonPatch,
+    /// A JSON Merge Patch.
+    #[serde(rename = "JSONMergePatch")]
+    JsonMergePatch,
+}
+
+/// An expression field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expression {
+    /// The CEL expression.
+    pub expression: String,
+}
+
+/// A compiled [`CelMutation`], compared by its spec.
+#[derive(Debug, Clone)]
+pub struct CompiledMutation {
+    /// What was written.
+    pub spec: CelMutation,
+    /// What runs.
+    pub compiled: Arc<NativeMutation>,
+}
+
+impl PartialEq for CompiledMutation {
+    fn eq(&self, other: &Self) -> bool {
+        self.spec == other.spec
+    }
+}
+
+impl CelMutation {
+    /// Compiles the mutation, refusing what would fail on every pod.
+    pub fn compile(&self, cost_limit: u64) -> Result<CompiledMutation, NativeError> {
+        let fail =
+            |problem| NativeError { policy: self.name.clone(), binding: String::new(), problem: Box::new(problem) };
+        if self.name.trim().is_empty() {
+            return Err(fail(Problem::Invalid { field: "name".to_owned(), why: "Required value".into() }));
+        }
+        let mut mutations = Vec::new();
+        for (i, m) in self.mutations.iter().enumerate() {
+            let (patch_type, source, field) = match m.patch_type {
+                OwnPatchType::ApplyConfiguration => {
+                    (PatchType::ApplyConfiguration, &m.apply_configuration, "applyConfiguration")
+                }
+                OwnPatchType::JsonPatch => (PatchType::JsonPatch, &m.json_patch, "jsonPatch"),
+                OwnPatchType::JsonMergePatch => (PatchType::JsonMergePatch, &m.json_merge_patch, "jsonMergePatch"),
+            };
+            let set =
+                [&m.apply_configuration, &m.json_patch, &m.json_merge_patch].iter().filter(|e| e.is_some()).count();
+            let field = format!("mutations[{i}].{field}.expression");
+            let Some(source) = source.as_ref().filter(|_| set == 1) else {
+                let why = "Required value, and no expression of another patch type".to_owned();
+                return Err(fail(Problem::Invalid { field, why }));
+            };
+            mutations.push((patch_type, source.expression.as_str(), field));
+        }
+        let parts = Parts {
+            conditions: &self.match_conditions,
+            variables: &self.variables,
+            mutations,
+            failure_policy: self.failure_policy.map(|f| match f {
+                FailurePolicyName::Fail => "Fail",
+                FailurePolicyName::Ignore => "Ignore",
+            }),
+            field_prefix: "",
+        };
+        let mut compiled = parts.compile(cost_limit).map_err(fail)?;
+        compiled.policy = self.name.clone();
+        compiled.atomics = match self.atomic_fields {
+            AtomicFields::Replace => Atomics::Replace,
+            AtomicFields::Refuse => Atomics::Refuse,
+        };
+        Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled) })
+    }
+}

@@ -1,0 +1,214 @@
+//! CEL mutations in an `InjectorConfig` (MutatingAdmissionPolicy's
+//! language), checked as a user would: the pod after the patch, a second
+//! pass that changes nothing, and the answer when a mutation fails.
+
+mod support;
+
+use std::path::Path;
+
+use portcullis_cel::budget::Limits;
+use portcullis_injector::config::{CelBounds, Config};
+use portcullis_injector::webhook::Injector;
+use portcullis_server::webhook::Webhook as _;
+use serde_json::{Value, json};
+use support::{admit, again, data, names, review};
+
+fn load(text: &str) -> Result<Config, String> {
+    portcullis_injector::serve::parse(&vec![(Path::new("cel.yaml").to_path_buf(), text.as_bytes().to_vec())])
+        .map_err(|e| portcullis_telemetry::error_chain(&e))
+}
+
+fn cel_config() -> String {
+    std::fs::read_to_string(data("cel-config.yaml")).expect("the fixture")
+}
+
+fn pod(annotations: Value, containers: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "demo", "annotations": annotations},
+        "spec": {"containers": containers},
+    })
+}
+
+fn web() -> Value {
+    json!({"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 8080}], "env": [{"name": "A", "value": "1"}]})
+}
+
+fn container<'a>(pod: &'a Value, name: &str) -> &'a Value {
+    pod["spec"]["containers"].as_array().and_then(|c| c.iter().find(|c| c["name"] == name)).unwrap_or(&Value::Null)
+}
+
+#[test]
+fn mutations_do_what_map_refuses_in_one_patch_and_a_second_pass_changes_nothing() {
+    let injector = Injector::new(load(&cel_config()).expect("the fixture loads"));
+    let debug = json!({"name": "debug", "image": "busybox:1.36", "command": ["sleep", "inf"]});
+    let object = pod(json!({"example.com/proxy-log-level": "debug"}), json!([web(), debug]));
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &object));
+    assert_eq!(admitted.response["response"]["allowed"], true, "{}", admitted.response);
+    let pod = &admitted.object;
+    // The debug container is gone (JSONMergePatch), the sidecar injected.
+    assert_eq!(names(&pod["spec"]["containers"]), ["web", "proxy"]);
+    // The sidecar's args replaced whole (an atomic list), its other fields
+    // kept, and its image rewritten after the mutation.
+    let proxy = container(pod, "proxy");
+    assert_eq!(proxy["args"], json!(["--log-level", "debug"]));
+    assert_eq!(proxy["ports"], json!([{"containerPort": 15001, "name": "proxy"}]));
+    assert_eq!(proxy["image"], "mirror.example.com/dockerhub/envoyproxy/envoy:v1.31.0");
+    // The pod's own container is kept whole through the list's filter.
+    assert_eq!(container(pod, "web")["env"], json!([{"name": "A", "value": "1"}]));
+    assert_eq!(container(pod, "web")["ports"], json!([{"containerPort": 8080}]));
+    assert_eq!(pod["metadata"]["labels"], json!({"team": "unassigned"}));
+    assert_eq!(pod["metadata"]["annotations"]["example.com/trace"], "on");
+    assert_eq!(pod["metadata"]["annotations"]["example.com/proxy-log-level"], "debug");
+
+    let second = admit(&injector, &again(&review("pod-v1.json"), pod));
+    assert_eq!(second.patch(), None, "a second pass changed the pod: {:?}", second.patch());
+}
+
+#[test]
+fn a_pod_without_annotations_or_matches_gets_only_what_applies() {
+    let injector = Injector::new(load(&cel_config()).expect("the fixture loads"));
+    let mut object = pod(json!({}), json!([web()]));
+    object["metadata"].as_object_mut().map(|m| m.remove("annotations"));
+    object["metadata"]["labels"] = json!({"team": "shop"});
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &object));
+    let pod = &admitted.object;
+    assert_eq!(container(pod, "proxy")["args"], json!(["--log-level", "info"]), "no level asked for");
+    assert_eq!(pod["metadata"]["labels"], json!({"team": "shop"}), "the label was there");
+    assert_eq!(pod["metadata"]["annotations"]["example.com/trace"], "on", "annotations created");
+    let second = admit(&injector, &again(&review("pod-v1.json"), pod));
+    assert_eq!(second.patch(), None);
+}
+
+#[test]
+fn with_mutations_the_pod_is_read_whole() {
+    let body = serde_json::to_vec(&review("pod-v1.json")).expect("JSON");
+    let plain = Injector::new(Config::default());
+    assert!(!plain.decode(&body).expect("decodes").whole, "without CEL only the editable parts are read");
+    let cel = Injector::new(load(&cel_config()).expect("loads"));
+    assert!(cel.decode(&body).expect("decodes").whole);
+}
+
+fn one(mutation: &str) -> String {
+    format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: InjectorConfig\nmetadata: {{name: one}}\nspec:\n  mutations:\n{}",
+        mutation.lines().map(|l| format!("    {l}\n")).collect::<String>()
+    )
+}
+
+const ARGS: &str = r#"- name: set-args
+  atomicFields: Refuse
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{spec: Object.spec{containers: [Object.spec.containers{name: "web", args: ["-v"]}]}}'
+"#;
+
+#[test]
+fn refused_atomics_deny_as_map_does_naming_the_mutation_and_field() {
+    let injector = Injector::new(load(&one(ARGS)).expect("loads"));
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
+    let response = &admitted.response["response"];
+    assert_eq!(response["allowed"], false);
+    assert_eq!(response["status"]["code"], 403);
+    let message = response["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"set-args\""), "{message}");
+    assert!(message.contains("may not mutate atomic arrays, maps or structs: .spec.containers[0].args"), "{message}");
+    // The default replaces the list whole.
+    let injector = Injector::new(load(&one(&ARGS.replace("  atomicFields: Refuse\n", ""))).expect("loads"));
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
+    assert_eq!(container(&admitted.object, "web")["args"], json!(["-v"]));
+}
+
+const WRONG_TYPE: &str = r#"- name: wrong-type
+  failurePolicy: POLICY
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: '"not an object"'
+"#;
+
+#[test]
+fn a_failing_mutation_follows_its_failure_policy() {
+    let review_of = |object: &Value| again(&review("pod-v1.json"), object);
+    let object = pod(json!({"a": "b"}), json!([web()]));
+    let fail = Injector::new(load(&one(&WRONG_TYPE.replace("POLICY", "Fail"))).expect("loads"));
+    let denied = admit(&fail, &review_of(&object));
+    assert_eq!(denied.response["response"]["allowed"], false);
+    let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"wrong-type\" failed"), "{message}");
+    assert!(message.contains("unsupported return type from ApplyConfiguration expression"), "{message}");
+
+    let ignore = Injector::new(load(&one(&WRONG_TYPE.replace("POLICY", "Ignore"))).expect("loads"));
+    let admitted = admit(&ignore, &review_of(&object));
+    assert_eq!(admitted.response["response"]["allowed"], true);
+    assert_eq!(admitted.patch(), None, "nothing else to change");
+    let warnings = admitted.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("mutation \"wrong-type\" was ignored (failurePolicy: Ignore)")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_patch_to_a_missing_path_fails_with_the_path() {
+    let config = one(r#"- name: missing
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{op: "replace", path: "/spec/nodeSelector/zone", value: "a"}]'
+"#);
+    let injector = Injector::new(load(&config).expect("loads"));
+    let denied = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
+    let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"missing\" failed"), "{message}");
+    assert!(message.contains("/spec/nodeSelector/zone"), "{message}");
+}
+
+#[test]
+fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
+    let config = one(r#"- name: costly
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{labels: {"n": string(object.spec.containers.map(c, c.name).size())}}}'
+"#);
+    let tight = CelBounds { limits: Limits { per_call: 3, per_policy: 3 }, ..CelBounds::default() };
+    let injector = Injector::new(load(&config).expect("loads").bounded(tight));
+    let denied = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
+    assert_eq!(denied.response["response"]["allowed"], false);
+    let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"costly\" failed"), "{message}");
+    assert!(message.contains("limit"), "{message}");
+    // Within the default budget it runs.
+    let injector = Injector::new(load(&config).expect("loads"));
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
+    assert_eq!(admitted.object["metadata"]["labels"]["n"], "1");
+}
+
+#[rstest::rstest]
+#[case::duplicate_name(
+    "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}}]\n- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}}]\n",
+    "mutation \"a\" is defined twice"
+)]
+#[case::expression_of_another_type(
+    "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}, applyConfiguration: {expression: 'Object{}'}}]\n",
+    "mutations[0]: MutatingAdmissionPolicy \"a\" (binding \"\"): mutations[0].jsonPatch.expression"
+)]
+#[case::no_mutations("- name: a\n  mutations: []\n", "mutations: Required value")]
+#[case::does_not_compile(
+    "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{'}}]\n",
+    "mutations[0].jsonPatch.expression"
+)]
+#[case::quadratic(
+    "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: \"object.metadata.annotations.all(k, object.metadata.annotations.all(j, k != j || true)) ? [] : []\"}}]\n",
+    "cost"
+)]
+#[case::unknown_patch_type(
+    "- name: a\n  mutations: [{patchType: Strategic, jsonPatch: {expression: '[]'}}]\n",
+    "unknown variant `Strategic`"
+)]
+fn bad_mutations_are_refused_at_load_with_the_field(#[case] mutations: &str, #[case] expected: &str) {
+    let said = load(&one(mutations)).expect_err("refused");
+    assert!(said.contains(expected), "{said}");
+}
