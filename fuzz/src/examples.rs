@@ -11,6 +11,10 @@ use portcullis_validator::policy::PolicySet;
 pub const INJECTOR_CONFIGS: &[(&str, &[u8])] = &[
     ("deploy/base/policies/injector.yaml", include_bytes!("../../deploy/base/policies/injector.yaml")),
     ("services/injector/tests/data/config.yaml", include_bytes!("../../services/injector/tests/data/config.yaml")),
+    (
+        "services/injector/tests/data/cel-config.yaml",
+        include_bytes!("../../services/injector/tests/data/cel-config.yaml"),
+    ),
 ];
 
 /// `ValidatorPolicy` files: the base deployment's and the tests'.

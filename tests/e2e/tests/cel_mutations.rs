@@ -1,0 +1,103 @@
+//! The injector's CEL mutations (an `InjectorConfig`'s `mutations`, in
+//! MutatingAdmissionPolicy's language) behind a real kube-apiserver: a pod
+//! created with kubectl is stored with the sidecar's atomic `args` replaced
+//! and a container removed, which a native MAP refuses or cannot say; the
+//! same `args` change as a native MAP is refused by the API server.
+
+use std::time::Duration;
+
+use portcullis_e2e::webhook::{Kind, Webhook, namespace};
+use portcullis_e2e::{cluster, eventually, ok, repo, unique};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "annotations": {"example.com/proxy-log-level": "debug"}},
+        "spec": {"containers": [
+            {"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 8080}]},
+            {"name": "debug", "image": "busybox:1.36", "command": ["sleep", "inf"]},
+        ]},
+    })
+}
+
+/// Creates `object` in `ns` (for real, or as a server-side dry run) and
+/// returns the stored object, or the API server's refusal.
+fn create(object: &Value, ns: &str, dry_run: bool) -> Result<Value, String> {
+    let mut args = vec!["create", "-n", ns, "-o", "json", "-f", "-"];
+    if dry_run {
+        args.push("--dry-run=server");
+    }
+    let out = cluster().kubectl_stdin(&args, &object.to_string());
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).expect("kubectl prints JSON"))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+fn container<'a>(pod: &'a Value, name: &str) -> &'a Value {
+    pod["spec"]["containers"].as_array().and_then(|c| c.iter().find(|c| c["name"] == name)).unwrap_or(&Value::Null)
+}
+
+#[tokio::test]
+async fn the_injectors_cel_mutations_do_what_a_native_map_refuses() {
+    let client = cluster().client().await;
+    let injector = Webhook::start(Kind::Injector, &repo().join("services/injector/tests/data/cel-config.yaml")).await;
+    let ns = unique("cel-inject");
+    namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
+    let _registered = injector.registration(&ns, "Fail").apply(&client).await;
+    eventually("the injector is in use", WAIT, || {
+        create(&pod("probe"), &ns, true).ok().filter(|p| p["metadata"]["labels"]["team"] == "unassigned")
+    })
+    .await;
+
+    let stored = create(&pod("web"), &ns, false).expect("the pod is created");
+    let names: Vec<&str> =
+        stored["spec"]["containers"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["web", "proxy"], "debug removed, the sidecar injected");
+    let proxy = container(&stored, "proxy");
+    assert_eq!(proxy["args"], json!(["--log-level", "debug"]), "the atomic list replaced");
+    assert_eq!(proxy["image"], "mirror.example.com/dockerhub/envoyproxy/envoy:v1.31.0");
+    assert_eq!(container(&stored, "web")["ports"][0]["containerPort"], 8080);
+    assert_eq!(stored["metadata"]["labels"]["team"], "unassigned");
+    assert_eq!(stored["metadata"]["annotations"]["example.com/trace"], "on");
+    // As kubectl shows it.
+    let shown = ok(cluster().kubectl(&["get", "pod", "web", "-n", &ns, "-o", "jsonpath={.spec.containers[1].args}"]));
+    assert_eq!(shown, r#"["--log-level","debug"]"#);
+
+    // The same change of `args` as a native MAP: the API server refuses it.
+    let map_ns = unique("cel-map");
+    namespace(&client, &map_ns, &[("e2e.portcullis.dev/map", &map_ns)]).await;
+    let name = format!("proxy-args.{map_ns}");
+    let yaml = format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{{spec: Object.spec{{containers: [Object.spec.containers{{name: "web", args: ["--log-level", "debug"]}}]}}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: {name}}}
+spec:
+  policyName: {name}
+  matchResources:
+    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {map_ns}}}}}
+"#
+    );
+    ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
+    let refusal = eventually("the API server applies the MAP", WAIT, || create(&pod("web"), &map_ns, true).err()).await;
+    ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
+    assert!(refusal.contains("may not mutate atomic arrays, maps or structs: .spec.containers[0].args"), "{refusal}");
+}
