@@ -28,23 +28,47 @@ struct Setup {
     validator: bool,
     /// Whether the pod policies are in force as ValidatingAdmissionPolicy.
     admission_policy: bool,
+    /// Whether the CEL mutation is in force as a MutatingAdmissionPolicy.
+    map: bool,
 }
 
-const SETUPS: [Setup; 8] = [
+impl Setup {
+    /// The label whose presence on a dry-run pod shows that its mutation is
+    /// in force, if it has one.
+    fn mutation_label(&self) -> Option<&'static str> {
+        match self.injector {
+            _ if self.map => Some(fixtures::CEL_LABEL),
+            Some(Server::InjectorCel) => Some(fixtures::CEL_LABEL),
+            Some(_) => Some("portcullis.dev/injected"),
+            None => None,
+        }
+    }
+}
+
+const SETUPS: [Setup; 10] = [
     Setup {
         name: "no webhook (baseline)",
         case: "baseline",
         injector: None,
         validator: false,
         admission_policy: false,
+        map: false,
     },
-    Setup { name: "portcullis-validator", case: "validator", injector: None, validator: true, admission_policy: false },
+    Setup {
+        name: "portcullis-validator",
+        case: "validator",
+        injector: None,
+        validator: true,
+        admission_policy: false,
+        map: false,
+    },
     Setup {
         name: "ValidatingAdmissionPolicy (in-process)",
         case: "vap",
         injector: None,
         validator: false,
         admission_policy: true,
+        map: false,
     },
     Setup {
         name: "portcullis-injector",
@@ -52,6 +76,7 @@ const SETUPS: [Setup; 8] = [
         injector: Some(Server::Injector),
         validator: false,
         admission_policy: false,
+        map: false,
     },
     Setup {
         name: "controller-runtime injector (Go)",
@@ -59,6 +84,7 @@ const SETUPS: [Setup; 8] = [
         injector: Some(Server::Peer),
         validator: false,
         admission_policy: false,
+        map: false,
     },
     Setup {
         name: "floor: precomputed patch",
@@ -66,6 +92,7 @@ const SETUPS: [Setup; 8] = [
         injector: Some(Server::Floor),
         validator: false,
         admission_policy: false,
+        map: false,
     },
     Setup {
         name: "portcullis-injector + portcullis-validator",
@@ -73,6 +100,7 @@ const SETUPS: [Setup; 8] = [
         injector: Some(Server::Injector),
         validator: true,
         admission_policy: false,
+        map: false,
     },
     Setup {
         name: "controller-runtime injector + portcullis-validator",
@@ -80,6 +108,23 @@ const SETUPS: [Setup; 8] = [
         injector: Some(Server::Peer),
         validator: true,
         admission_policy: false,
+        map: false,
+    },
+    Setup {
+        name: "portcullis-injector: one CEL mutation",
+        case: "injector-cel",
+        injector: Some(Server::InjectorCel),
+        validator: false,
+        admission_policy: false,
+        map: false,
+    },
+    Setup {
+        name: "MutatingAdmissionPolicy (in-process): the same mutation",
+        case: "map",
+        injector: None,
+        validator: false,
+        admission_policy: false,
+        map: true,
     },
 ];
 
@@ -88,7 +133,7 @@ pub(crate) async fn run(args: &Args, files: &Files) -> anyhow::Result<Vec<(Level
     progress("through the API server: starting the control plane (scripts/control-plane.sh)");
     let cluster = tokio::task::spawn_blocking(portcullis_e2e::cluster).await?;
     let client = cluster.client().await;
-    let servers = [Server::Injector, Server::Validator, Server::Peer, Server::Floor];
+    let servers = [Server::Injector, Server::InjectorCel, Server::Validator, Server::Peer, Server::Floor];
     let started =
         servers.iter().map(|s| s.start(args, files, None, Some(cluster))).collect::<anyhow::Result<Vec<_>>>()?;
     let url = |server: Server| started.iter().find(|c| c.name == server.name()).map(|c: &Contender| c.url.clone());
@@ -163,6 +208,11 @@ async fn prepare(
             portcullis_e2e::ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &object.to_string()));
         }
     }
+    if setup.map {
+        for object in fixtures::mutating_admission_policy(setup.case) {
+            portcullis_e2e::ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &object.to_string()));
+        }
+    }
     let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let pod: Pod = serde_json::from_value(fixtures::pod(args.containers))?;
     let mut denied = pod.clone();
@@ -170,12 +220,15 @@ async fn prepare(
     let dry_run = PostParams { dry_run: true, ..PostParams::default() };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let injected = match api.create(&dry_run, &pod).await {
-            Ok(created) => created.labels().contains_key("portcullis.dev/injected"),
+        let mutated = match api.create(&dry_run, &pod).await {
+            Ok(created) => match setup.mutation_label() {
+                Some(label) => created.labels().contains_key(label),
+                None => !created.labels().contains_key("portcullis.dev/injected"),
+            },
             Err(err) => anyhow::bail!("a dry-run pod create in {ns} failed: {err}"),
         };
         let enforced = api.create(&dry_run, &denied).await.is_err();
-        if injected == setup.injector.is_some() && enforced == (setup.validator || setup.admission_policy) {
+        if mutated && enforced == (setup.validator || setup.admission_policy) {
             return Ok(());
         }
         anyhow::ensure!(Instant::now() < deadline, "the API server did not apply the setup within 60 s");

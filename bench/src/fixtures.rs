@@ -127,3 +127,58 @@ pub(crate) fn admission_policy(case: &str) -> [Value; 2] {
         }),
     ]
 }
+
+/// The label the benchmark's CEL mutation sets: the evidence that it is in
+/// force.
+pub(crate) const CEL_LABEL: &str = "bench.portcullis.dev/cel";
+
+/// A typical MAP-style mutation (a label set where it is missing), as
+/// `matchConditions` and `mutations` that an `InjectorConfig` entry and a
+/// `MutatingAdmissionPolicy` both take.
+fn cel_mutation() -> Value {
+    json!({
+        "matchConditions": [{
+            "name": "unlabelled",
+            "expression": format!("!has(object.metadata.labels) || !('{CEL_LABEL}' in object.metadata.labels)"),
+        }],
+        "mutations": [{
+            "patchType": "ApplyConfiguration",
+            "applyConfiguration": {"expression": format!("Object{{metadata: Object.metadata{{labels: {{'{CEL_LABEL}': 'true'}}}}}}")},
+        }],
+    })
+}
+
+/// The injector configuration with only the CEL mutation.
+pub(crate) fn injector_cel_config() -> Value {
+    let mut mutation = cel_mutation();
+    mutation["name"] = json!("bench-label");
+    json!({
+        "apiVersion": "portcullis.dev/v1alpha1", "kind": "InjectorConfig",
+        "metadata": {"name": "bench-cel"},
+        "spec": {"mutations": [mutation]},
+    })
+}
+
+/// The same mutation as a MutatingAdmissionPolicy and its binding for the
+/// namespaces labelled `e2e.portcullis.dev/case: case`.
+pub(crate) fn mutating_admission_policy(case: &str) -> [Value; 2] {
+    let name = format!("bench-label-{case}");
+    let mut spec = cel_mutation();
+    spec["matchConstraints"] = json!({"resourceRules": pod_rules()});
+    spec["failurePolicy"] = json!("Fail");
+    spec["reinvocationPolicy"] = json!("Never");
+    [
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": name}, "spec": spec,
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "matchResources": {"namespaceSelector": {"matchLabels": {"e2e.portcullis.dev/case": case}}},
+            },
+        }),
+    ]
+}

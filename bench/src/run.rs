@@ -79,6 +79,7 @@ impl Files {
         std::fs::write(dir.path().join("ca.crt"), &pki.ca)?;
         std::fs::write(dir.path().join("review.json"), fixtures::review(&fixtures::pod(containers)))?;
         std::fs::write(dir.path().join("policy.json"), serde_json::to_vec(&fixtures::validator_policy())?)?;
+        std::fs::write(dir.path().join("cel.json"), serde_json::to_vec(&fixtures::injector_cel_config())?)?;
         Ok(Self { dir, ca: pki.ca })
     }
 
@@ -116,6 +117,8 @@ impl Contender {
 pub(crate) enum Server {
     /// portcullis-injector with the benchmark configuration.
     Injector,
+    /// portcullis-injector with one CEL mutation and nothing else.
+    InjectorCel,
     /// portcullis-validator with the benchmark pod policies.
     Validator,
     /// The controller-runtime injector.
@@ -133,6 +136,7 @@ impl Server {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Injector => check::INJECTOR,
+            Self::InjectorCel => "portcullis-injector (one CEL mutation)",
             Self::Validator => "portcullis-validator",
             Self::Peer => check::PEER,
             Self::Floor => check::FLOOR,
@@ -157,9 +161,10 @@ impl Server {
             c.arg("--tls-cert-file").arg(files.path("tls.crt")).arg("--tls-key-file").arg(files.path("tls.key"));
         };
         let (keys, path): (&[&str], &str) = match self {
-            Self::Injector | Self::Validator => {
+            Self::Injector | Self::InjectorCel | Self::Validator => {
                 let (binary, flag, config, path) = match self {
                     Self::Injector => ("portcullis-injector", "--config", fixtures::injector_config(), "/mutate"),
+                    Self::InjectorCel => ("portcullis-injector", "--config", files.path("cel.json"), "/mutate"),
                     _ => ("portcullis-validator", "--policy", files.path("policy.json"), "/validate"),
                 };
                 command.arg(args.bin_dir.join(binary)).args(["serve", flag]).arg(config);
