@@ -101,3 +101,94 @@ spec:
     ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
     assert!(refusal.contains("may not mutate atomic arrays, maps or structs: .spec.containers[0].args"), "{refusal}");
 }
+
+/// What the API server stored (dry run) with what differs by creation
+/// alone removed, or its refusal.
+fn stored(object: &Value, ns: &str) -> Result<Value, String> {
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = json!(ns);
+    let mut stored = create(&object, ns, true)?;
+    let metadata = stored["metadata"].as_object_mut().expect("an object has metadata");
+    for field in ["uid", "creationTimestamp", "managedFields", "resourceVersion", "generation", "namespace"] {
+        metadata.remove(field);
+    }
+    Ok(stored)
+}
+
+#[tokio::test]
+async fn a_map_reinvoked_after_the_injector_changed_the_pod_gives_what_mutate_gives() {
+    let client = cluster().client().await;
+    let config = repo().join("services/injector/tests/data/cel-config.yaml");
+    let injector = Webhook::start(Kind::Injector, &config).await;
+    let ns = unique("cel-reinvoke");
+    let labels =
+        [("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns), ("e2e.portcullis.dev/map", &ns)];
+    namespace(&client, &ns, &labels).await;
+    let plain = unique("cel-plain");
+    namespace(&client, &plain, &[]).await;
+    let _registered = injector.registration(&ns, "Fail").apply(&client).await;
+    // Counts the containers: the injector adds one after the MAP ran, so
+    // only a reinvocation gets the count right.
+    let name = format!("count.{ns}");
+    let yaml = format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{{metadata: Object.metadata{{labels: {{"containers": string(size(object.spec.containers))}}}}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: {name}}}
+spec:
+  policyName: {name}
+  matchResources:
+    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}
+"#
+    );
+    ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
+    let mut object = pod("web");
+    if let Some(containers) = object["spec"]["containers"].as_array_mut() {
+        containers.truncate(1);
+    }
+    let theirs = eventually("the MAP and the injector are in use", WAIT, || {
+        stored(&object, &ns).ok().filter(|p| {
+            p["metadata"]["labels"]["containers"].is_string() && p["metadata"]["labels"]["team"].is_string()
+        })
+    })
+    .await;
+    assert_eq!(theirs["metadata"]["labels"]["containers"], "2", "reinvoked after the sidecar was added");
+
+    // The same through `mutate --policy --config` on the pod as admitted
+    // without either, stored where neither applies.
+    let admitted = stored(&object, &plain).expect("valid without the MAP and the webhook");
+    let dir = tempfile::tempdir().expect("a test step");
+    let namespace_doc = json!({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/map": ns}}});
+    std::fs::write(dir.path().join("map.yaml"), format!("{yaml}---\n{namespace_doc}\n")).expect("a test step");
+    let mut input = admitted.clone();
+    input["metadata"]["namespace"] = json!(ns);
+    std::fs::write(dir.path().join("pod.json"), input.to_string()).expect("a test step");
+    let out = std::process::Command::new(portcullis_e2e::binaries().join("portcullis-injector"))
+        .args(["mutate", "--output", "object", "--policy"])
+        .arg(dir.path().join("map.yaml"))
+        .arg("--config")
+        .arg(&config)
+        .arg("-f")
+        .arg(dir.path().join("pod.json"))
+        .output()
+        .expect("a test step");
+    assert!(out.status.success(), "mutate failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mutated: Value = serde_yaml::from_slice(&out.stdout).expect("mutate prints YAML");
+    let ours = stored(&mutated, &plain).expect("the mutated pod is valid");
+    ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
+    assert_eq!(ours, theirs, "mutate and the API server differ");
+}
