@@ -32,6 +32,33 @@ pub struct Outcome {
     pub decision: Decision,
     /// Images rewritten by this pass (not those rewritten earlier).
     pub images_rewritten: usize,
+    /// What each CEL mutation did, by name, in order.
+    pub cel: Vec<(String, CelResult)>,
+}
+
+/// What one CEL mutation did to a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CelResult {
+    /// It ran (its changes may be none).
+    Applied,
+    /// A match condition was false.
+    Skipped,
+    /// It failed under `failurePolicy: Ignore`.
+    Ignored,
+    /// It failed under `failurePolicy: Fail`: the pod is denied.
+    Failed,
+}
+
+impl CelResult {
+    /// The value of the metric's `result` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Skipped => "skipped",
+            Self::Ignored => "ignored",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 /// Decides on any request: pod CREATEs are mutated; pod UPDATEs keep
@@ -68,7 +95,8 @@ pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
         Err(outcome) => return *outcome,
     };
     let mut mutated = original.clone();
-    match inject_all(&mut mutated, req, original, config, &previous, &mut warnings) {
+    let mut cel = Vec::new();
+    match inject_all(&mut mutated, req, original, config, &previous, &mut warnings, &mut cel) {
         Ok((status, images_rewritten)) => Outcome {
             decision: Decision {
                 verdict: Verdict::changes(original, &mutated),
@@ -77,11 +105,12 @@ pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
                 ..Decision::default()
             },
             images_rewritten,
+            cel,
         },
         Err(message) => {
             let mut decision = Decision::deny(403, message);
             decision.warnings = warnings;
-            Outcome { decision, images_rewritten: 0 }
+            Outcome { decision, images_rewritten: 0, cel }
         }
     }
 }
@@ -93,7 +122,7 @@ pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    inject_all(&mut pod, req, original, config, &previous, &mut warnings).ok()?;
+    inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut Vec::new()).ok()?;
     Some(pod)
 }
 
@@ -133,6 +162,7 @@ fn inject_all(
     config: &Config,
     previous: &Status,
     warnings: &mut Vec<String>,
+    cel: &mut Vec<(String, CelResult)>,
 ) -> Result<(Status, usize), String> {
     let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
     let templates = selected_templates(original, config, warnings);
@@ -142,7 +172,7 @@ fn inject_all(
     for template in templates.into_iter().filter(|t| !(t.skip_host_network && host_network)) {
         inject::apply(spec, template, &mut status, warnings);
     }
-    run_cel(pod, req, config, warnings)?;
+    run_cel(pod, req, config, warnings, cel)?;
     let spec = pod::object_mut(pod).entry("spec").or_insert(Value::Null);
     let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, previous, &mut status);
     apply_defaults(pod, &config.defaults);
@@ -155,7 +185,13 @@ fn inject_all(
 /// under `Ignore` it leaves the pod as it was and warns. They run only on
 /// a pod read whole: a request read in parts arrived before the
 /// configuration that holds them was in force ([`pod::decode_for`]).
-fn run_cel(pod: &mut Value, req: &Request, config: &Config, warnings: &mut Vec<String>) -> Result<(), String> {
+fn run_cel(
+    pod: &mut Value,
+    req: &Request,
+    config: &Config,
+    warnings: &mut Vec<String>,
+    ran: &mut Vec<(String, CelResult)>,
+) -> Result<(), String> {
     if config.mutations.is_empty() || !req.whole {
         return Ok(());
     }
@@ -169,14 +205,24 @@ fn run_cel(pod: &mut Value, req: &Request, config: &Config, warnings: &mut Vec<S
     };
     for mutation in &config.mutations {
         let name = &mutation.spec.name;
-        match mutation.compiled.run(context, req, pod) {
-            Ok(Ran::Applied(object)) => *pod = object,
-            Ok(Ran::NotApplied) => {}
-            Ok(Ran::Ignored(why)) => {
-                warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
+        let result = match mutation.compiled.run(context, req, pod) {
+            Ok(Ran::Applied(object)) => {
+                *pod = object;
+                CelResult::Applied
             }
-            Err(denied) => return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message)),
-        }
+            Ok(Ran::NotApplied) => CelResult::Skipped,
+            Ok(Ran::Ignored(why)) => {
+                tracing::info!(mutation = %name, %why, "CEL mutation ignored (failurePolicy: Ignore)");
+                warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
+                CelResult::Ignored
+            }
+            Err(denied) => {
+                tracing::info!(mutation = %name, why = %denied.message, "CEL mutation failed: the pod is denied");
+                ran.push((name.clone(), CelResult::Failed));
+                return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message));
+            }
+        };
+        ran.push((name.clone(), result));
     }
     Ok(())
 }
@@ -185,7 +231,7 @@ fn run_cel(pod: &mut Value, req: &Request, config: &Config, warnings: &mut Vec<S
 fn unchanged(why: String) -> Outcome {
     let mut decision = Decision::allow();
     decision.warnings.push(format!("portcullis: {why}; the pod is left unchanged"));
-    Outcome { decision, images_rewritten: 0 }
+    Outcome { decision, images_rewritten: 0, cel: Vec::new() }
 }
 
 /// Mirror pods and pods that opted out are never changed.
@@ -285,7 +331,7 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
         }
     }
     decision.verdict = Verdict::changes(pod, &mutated);
-    Outcome { decision, images_rewritten: rewritten }
+    Outcome { decision, images_rewritten: rewritten, cel: Vec::new() }
 }
 
 fn apply_defaults(pod: &mut Value, defaults: &Defaults) {

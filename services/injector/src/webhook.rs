@@ -25,12 +25,21 @@ struct TemplateLabels {
     template: String,
 }
 
+/// Labels of `portcullis_injector_cel_mutations_total`: mutation names
+/// come from the configuration, so the set is bounded.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CelLabels {
+    mutation: String,
+    result: &'static str,
+}
+
 /// The mutating webhook.
 #[derive(Debug, Default)]
 pub struct Injector {
     config: ArcSwap<Config>,
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
+    cel_mutations: Family<CelLabels, Counter>,
     /// Where CEL mutations run; `None`: on the caller's thread (offline).
     workers: Option<Arc<Workers>>,
 }
@@ -60,6 +69,11 @@ impl Injector {
     pub fn register(&self, registry: &mut Registry) {
         registry.register("injector_injections", "Pods injected, by template", self.injections.clone());
         registry.register("injector_image_rewrites", "Container images rewritten", self.images_rewritten.clone());
+        registry.register(
+            "injector_cel_mutations",
+            "CEL mutations run on pods, by mutation and result (applied, skipped, ignored, failed)",
+            self.cel_mutations.clone(),
+        );
     }
 }
 
@@ -72,6 +86,9 @@ impl Injector {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }
         self.images_rewritten.inc_by(outcome.images_rewritten as u64);
+        for (mutation, result) in outcome.cel {
+            self.cel_mutations.get_or_create(&CelLabels { mutation, result: result.as_str() }).inc();
+        }
         outcome.decision
     }
 }

@@ -63,6 +63,23 @@ fn mutations_do_what_map_refuses_in_one_patch_and_a_second_pass_changes_nothing(
 
     let second = admit(&injector, &again(&review("pod-v1.json"), pod));
     assert_eq!(second.patch(), None, "a second pass changed the pod: {:?}", second.patch());
+
+    // What each mutation did, as /metrics shows it: four applied on the
+    // first pass; on the second, the debug container is gone.
+    let mut registry = prometheus_client::registry::Registry::with_prefix("portcullis");
+    injector.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("metrics encode");
+    for (mutation, result, count) in [
+        ("proxy-log-level", "applied", 2),
+        ("no-debug-containers", "applied", 1),
+        ("no-debug-containers", "skipped", 1),
+        ("trace-annotation", "applied", 2),
+    ] {
+        let line =
+            format!("portcullis_injector_cel_mutations_total{{mutation=\"{mutation}\",result=\"{result}\"}} {count}");
+        assert!(text.contains(&line), "{line} missing from\n{text}");
+    }
 }
 
 #[test]
