@@ -16,8 +16,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use portcullis_admission::encode;
 use portcullis_injector::config::Config;
-use portcullis_injector::pod::decode;
 use portcullis_injector::webhook::Injector;
+use portcullis_server::webhook::Webhook as _;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -50,6 +50,6 @@ fn main() -> anyhow::Result<()> {
 
 #[inline(never)]
 fn admit_once(injector: &Injector, body: &[u8]) -> usize {
-    let answer = decode(body).map(|req| encode(injector.decide(&req).respond(&req).0));
+    let answer = injector.decode(body).map(|req| encode(injector.decide(&req).respond(&req).0));
     answer.map(|bytes| bytes.len()).unwrap_or_default()
 }

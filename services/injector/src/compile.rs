@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::config::{Defaults, Template, object_name};
 use crate::images::{RewriteError, RewriteRule};
-use crate::native::NativeError;
+use crate::native::Problem;
 use crate::native::own::CompiledMutation;
 use crate::resources::{InjectionTemplateSpec, InjectorConfigSpec};
 
@@ -90,13 +90,15 @@ pub enum PartError {
     #[error(transparent)]
     Rewrite(#[from] RewriteError),
     /// One of its CEL mutations.
-    #[error("mutations[{index}]: {error}")]
+    #[error("mutations[{index}] ({name:?}): {problem}")]
     Mutation {
         /// The mutation's index.
         index: usize,
-        /// Why.
+        /// Its name.
+        name: String,
+        /// Why, the field relative to the mutation.
         #[source]
-        error: NativeError,
+        problem: Box<Problem>,
     },
 }
 
@@ -130,7 +132,11 @@ pub(crate) fn part(spec: &InjectorConfigSpec) -> Result<ConfigPart, PartError> {
         // The estimate's limit is Kubernetes' own, as for the API server's
         // MAPs; the runtime limits are the `--cel-*` flags.
         let compiled = mutation.compile(portcullis_cel::cost::DEFAULT_LIMIT);
-        mutations.push(compiled.map_err(|error| PartError::Mutation { index, error })?);
+        mutations.push(compiled.map_err(|problem| PartError::Mutation {
+            index,
+            name: mutation.name.clone(),
+            problem,
+        })?);
     }
     Ok(ConfigPart {
         templates: spec.templates.clone(),

@@ -36,6 +36,13 @@ pub struct Outcome {
     pub cel: Vec<(String, CelResult)>,
 }
 
+/// The CEL mutations' deadline, and what each did.
+#[derive(Debug)]
+struct Cel {
+    deadline: Instant,
+    ran: Vec<(String, CelResult)>,
+}
+
 /// What one CEL mutation did to a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CelResult {
@@ -47,6 +54,9 @@ pub enum CelResult {
     Ignored,
     /// It failed under `failurePolicy: Fail`: the pod is denied.
     Failed,
+    /// It was not run: the request was read (in parts) before it was in
+    /// force.
+    NotInForce,
 }
 
 impl CelResult {
@@ -57,6 +67,7 @@ impl CelResult {
             Self::Skipped => "skipped",
             Self::Ignored => "ignored",
             Self::Failed => "failed",
+            Self::NotInForce => "not_in_force",
         }
     }
 }
@@ -65,15 +76,22 @@ impl CelResult {
 /// images on their mirrors (a `kubectl apply` of the original manifest sets
 /// them back); ephemeral containers added to a pod get their images
 /// rewritten; everything else is allowed unchanged (other kinds, other
-/// operations, dry-run or not alike).
+/// operations, dry-run or not alike). CEL mutations must be done by
+/// `--cel-timeout` from now.
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
+    mutate_by(req, config, Instant::now() + config.cel.timeout)
+}
+
+/// [`mutate`], with the CEL mutations stopped at `deadline` (counted from
+/// the request's arrival by the webhook).
+pub fn mutate_by(req: &Request, config: &Config, deadline: Instant) -> Outcome {
     let inner = &req.inner;
     let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
     let Some(object) = req.object.as_ref().filter(|_| is_pod) else {
         return Outcome::default();
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Create, None) => mutate_pod(req, object, config),
+        (Operation::Create, None) => mutate_pod(req, object, config, deadline),
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         (Operation::Update, Some("ephemeralcontainers")) => {
             rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
@@ -89,13 +107,13 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// [`pod::Editable`] parts, or whole when there are CEL mutations): the
 /// patch is the same. A CEL mutation that fails under `failurePolicy: Fail`
 /// denies the pod.
-pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
+fn mutate_pod(req: &Request, original: &Value, config: &Config, deadline: Instant) -> Outcome {
     let (previous, mut warnings) = match start(original) {
         Ok(start) => start,
         Err(outcome) => return *outcome,
     };
     let mut mutated = original.clone();
-    let mut cel = Vec::new();
+    let mut cel = Cel { deadline, ran: Vec::new() };
     match inject_all(&mut mutated, req, original, config, &previous, &mut warnings, &mut cel) {
         Ok((status, images_rewritten)) => Outcome {
             decision: Decision {
@@ -105,12 +123,12 @@ pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
                 ..Decision::default()
             },
             images_rewritten,
-            cel,
+            cel: cel.ran,
         },
         Err(message) => {
             let mut decision = Decision::deny(403, message);
             decision.warnings = warnings;
-            Outcome { decision, images_rewritten: 0, cel }
+            Outcome { decision, images_rewritten: 0, cel: cel.ran }
         }
     }
 }
@@ -122,7 +140,8 @@ pub fn mutate_pod(req: &Request, original: &Value, config: &Config) -> Outcome {
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut Vec::new()).ok()?;
+    let mut cel = Cel { deadline: Instant::now() + config.cel.timeout, ran: Vec::new() };
+    inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut cel).ok()?;
     Some(pod)
 }
 
@@ -162,7 +181,7 @@ fn inject_all(
     config: &Config,
     previous: &Status,
     warnings: &mut Vec<String>,
-    cel: &mut Vec<(String, CelResult)>,
+    cel: &mut Cel,
 ) -> Result<(Status, usize), String> {
     let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
     let templates = selected_templates(original, config, warnings);
@@ -190,22 +209,32 @@ fn run_cel(
     req: &Request,
     config: &Config,
     warnings: &mut Vec<String>,
-    ran: &mut Vec<(String, CelResult)>,
+    cel: &mut Cel,
 ) -> Result<(), String> {
-    if config.mutations.is_empty() || !req.whole {
+    if config.mutations.is_empty() {
+        return Ok(());
+    }
+    if !req.whole {
+        tracing::info!("request read in parts, before the CEL mutations were in force: decided without them");
+        cel.ran.extend(config.mutations.iter().map(|m| (m.spec.name.clone(), CelResult::NotInForce)));
         return Ok(());
     }
     // Their matching is the webhook configuration's: no namespace is read.
     let namespaces = ManifestNamespaces::default();
-    let context = Context {
-        namespaces: &namespaces,
-        schemas: &BUILTIN,
-        limits: config.cel.limits,
-        deadline: Instant::now() + config.cel.timeout,
-    };
+    let context =
+        Context { namespaces: &namespaces, schemas: &BUILTIN, limits: config.cel.limits, deadline: cel.deadline };
     for mutation in &config.mutations {
         let name = &mutation.spec.name;
-        let result = match mutation.compiled.run(context, req, pod) {
+        // A pod the rest of the mutation cannot work on is the mutation's
+        // failure, under its failure policy.
+        let ran = mutation.compiled.run(context, req, pod).and_then(|ran| match ran {
+            Ran::Applied(object) => match pod::unusable(&object) {
+                None => Ok(Ran::Applied(object)),
+                Some(why) => mutation.compiled.failed(format!("it left the pod unusable: {why}")),
+            },
+            other => Ok(other),
+        });
+        let result = match ran {
             Ok(Ran::Applied(object)) => {
                 *pod = object;
                 CelResult::Applied
@@ -218,11 +247,11 @@ fn run_cel(
             }
             Err(denied) => {
                 tracing::info!(mutation = %name, why = %denied.message, "CEL mutation failed: the pod is denied");
-                ran.push((name.clone(), CelResult::Failed));
+                cel.ran.push((name.clone(), CelResult::Failed));
                 return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message));
             }
         };
-        ran.push((name.clone(), result));
+        cel.ran.push((name.clone(), result));
     }
     Ok(())
 }
@@ -339,15 +368,16 @@ fn apply_defaults(pod: &mut Value, defaults: &Defaults) {
         && let Some(spec) = pod.get_mut("spec")
     {
         for list in pod::CONTAINER_LISTS {
-            for container in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
-                container["imagePullPolicy"] = Value::String(policy.as_str().to_owned());
+            let containers = spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten();
+            for container in containers.filter_map(Value::as_object_mut) {
+                container.insert("imagePullPolicy".to_owned(), Value::String(policy.as_str().to_owned()));
             }
         }
     }
     if let Some(links) = defaults.enable_service_links
-        && let Some(spec) = pod.get_mut("spec")
+        && let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut)
     {
-        spec["enableServiceLinks"] = Value::Bool(links);
+        spec.insert("enableServiceLinks".to_owned(), Value::Bool(links));
     }
     for (field, wanted) in [("labels", &defaults.labels), ("annotations", &defaults.annotations)] {
         if wanted.is_empty() {

@@ -100,6 +100,32 @@ pub fn unnamed_or_duplicate(spec: &Value) -> Option<String> {
     None
 }
 
+/// Why the injector cannot go on with `pod` after a CEL mutation changed
+/// it, if it cannot: its metadata, labels, annotations or spec are not
+/// objects, a container is not an object, or [`unnamed_or_duplicate`].
+pub fn unusable(pod: &Value) -> Option<String> {
+    let not_object = |v: Option<&Value>| v.is_some_and(|v| !v.is_object());
+    let metadata = pod.get("metadata");
+    if !pod.is_object() || not_object(metadata) {
+        return Some("the pod or its metadata is not an object".to_owned());
+    }
+    for field in ["labels", "annotations"] {
+        if not_object(metadata.and_then(|m| m.get(field))) {
+            return Some(format!("metadata.{field} is not an object"));
+        }
+    }
+    let Some(spec) = pod.get("spec").filter(|s| s.is_object()) else {
+        return Some("spec is not an object".to_owned());
+    };
+    for list in CONTAINER_LISTS {
+        let not_a_list = spec.get(list).is_some_and(|l| !l.is_null() && !l.is_array());
+        if not_a_list || items(spec, list).any(|item| !item.is_object()) {
+            return Some(format!("spec.{list} is not a list of objects"));
+        }
+    }
+    unnamed_or_duplicate(spec)
+}
+
 /// The items of the array at `key`, or none.
 pub fn items<'a>(parent: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + use<'a> {
     parent.get(key).and_then(Value::as_array).into_iter().flatten()

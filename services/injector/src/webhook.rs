@@ -4,6 +4,7 @@
 //! async runtime; one without is decided in place, as before.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use portcullis_admission::{Decision, DecodeError, Request};
@@ -16,7 +17,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::config::Config;
-use crate::mutate::mutate;
+use crate::mutate::mutate_by;
 
 /// Label of `portcullis_injector_injections_total`: template names come
 /// from the configuration, so the set is bounded.
@@ -78,10 +79,18 @@ impl Injector {
 }
 
 impl Injector {
-    /// The decision on `req` with the configuration in force: pure and
-    /// quick, so the webhook answers it in place.
+    /// The decision on `req` with the configuration in force, its CEL
+    /// mutations (if any) bounded by `--cel-timeout` from now; on the
+    /// calling thread.
     pub fn decide(&self, req: &Request) -> Decision {
-        let outcome = mutate(req, &self.config());
+        let config = self.config();
+        let deadline = Instant::now() + config.cel.timeout;
+        self.decide_with(req, &config, deadline)
+    }
+
+    /// The decision on `req` with `config`, CEL stopping at `deadline`.
+    fn decide_with(&self, req: &Request, config: &Config, deadline: Instant) -> Decision {
+        let outcome = mutate_by(req, config, deadline);
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }
@@ -99,12 +108,16 @@ impl Webhook for Injector {
     }
 
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
-        let workers = self.workers.clone().filter(|_| !self.config.load().mutations.is_empty());
+        // One configuration for the whole decision, and the CEL deadline
+        // counted from the request's arrival, time in the queue included.
+        let config = self.config();
+        let deadline = Instant::now() + config.cel.timeout;
         async move {
-            let Some(workers) = workers else { return self.decide(&req) };
+            let workers = self.workers.clone().filter(|_| !config.mutations.is_empty());
+            let Some(workers) = workers else { return self.decide_with(&req, &config, deadline) };
             // The future runs in the request's span; the job continues it.
             let span = tracing::Span::current();
-            let job = move || span.in_scope(|| self.decide(&req));
+            let job = move || span.in_scope(|| self.decide_with(&req, &config, deadline));
             workers.run(job).await.unwrap_or_else(|err| {
                 tracing::error!(error = %error_chain(&err), "the CEL mutations failed");
                 Decision::deny(500, "the injector failed to evaluate the request; see its log")

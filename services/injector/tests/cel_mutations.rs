@@ -210,7 +210,7 @@ fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
 )]
 #[case::expression_of_another_type(
     "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}, applyConfiguration: {expression: 'Object{}'}}]\n",
-    "mutations[0]: MutatingAdmissionPolicy \"a\" (binding \"\"): mutations[0].jsonPatch.expression"
+    "mutations[0] (\"a\"): mutations[0].jsonPatch.expression: Required value, and no expression of another patch type"
 )]
 #[case::no_mutations("- name: a\n  mutations: []\n", "mutations: Required value")]
 #[case::does_not_compile(
@@ -228,4 +228,29 @@ fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
 fn bad_mutations_are_refused_at_load_with_the_field(#[case] mutations: &str, #[case] expected: &str) {
     let said = load(&one(mutations)).expect_err("refused");
     assert!(said.contains(expected), "{said}");
+}
+
+#[test]
+fn a_mutation_that_leaves_a_pod_the_injector_cannot_work_on_is_its_failure() {
+    let config = |policy: &str| {
+        one(&format!(
+            r#"- name: breaks
+  failurePolicy: {policy}
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{{op: "add", path: "/spec/containers/-", value: "not a container"}}]'
+"#
+        )) + "  defaults: {imagePullPolicy: Always, enableServiceLinks: false}\n"
+    };
+    let object = pod(json!({}), json!([web()]));
+    let fail = Injector::new(load(&config("Fail")).expect("loads"));
+    let denied = admit(&fail, &again(&review("pod-v1.json"), &object));
+    let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"breaks\" failed: it left the pod unusable: spec.containers"), "{message}");
+    let ignore = Injector::new(load(&config("Ignore")).expect("loads"));
+    let admitted = admit(&ignore, &again(&review("pod-v1.json"), &object));
+    assert_eq!(names(&admitted.object["spec"]["containers"]), ["web"]);
+    assert_eq!(container(&admitted.object, "web")["imagePullPolicy"], "Always", "the defaults still apply");
+    assert!(admitted.warnings().iter().any(|w| w.contains("left the pod unusable")), "{:?}", admitted.warnings());
 }

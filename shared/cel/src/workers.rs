@@ -52,8 +52,12 @@ impl Workers {
     pub async fn run<T: Send + 'static>(&self, job: impl FnOnce() -> T + Send + 'static) -> Result<T, WorkerError> {
         let (reply, result) = oneshot::channel();
         let job: Job = Box::new(move || {
-            // A caller that went away (its request timed out) gets nothing.
-            let _ = reply.send(job());
+            // A caller that went away (its request timed out) while the job
+            // waited is not worked for; one that goes away later gets
+            // nothing.
+            if !reply.is_closed() {
+                let _ = reply.send(job());
+            }
         });
         self.jobs.lock().map_err(|_| WorkerError::Failed)?.send(job).map_err(|_| WorkerError::Failed)?;
         result.await.map_err(|_| WorkerError::Failed)

@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{NativeError, NativeMutation, Parts, PatchType, Problem};
+use super::{NativeMutation, Parts, PatchType, Problem};
 use crate::apply::Atomics;
 
 /// A mutation of the injector's own, in MAP's shape: match conditions,
@@ -120,9 +120,8 @@ impl PartialEq for CompiledMutation {
 
 impl CelMutation {
     /// Compiles the mutation, refusing what would fail on every pod.
-    pub fn compile(&self, cost_limit: u64) -> Result<CompiledMutation, NativeError> {
-        let fail =
-            |problem| NativeError { policy: self.name.clone(), binding: String::new(), problem: Box::new(problem) };
+    pub fn compile(&self, cost_limit: u64) -> Result<CompiledMutation, Box<Problem>> {
+        let fail = Box::new;
         if self.name.trim().is_empty() {
             return Err(fail(Problem::Invalid { field: "name".to_owned(), why: "Required value".into() }));
         }

@@ -59,14 +59,14 @@ impl NativeMutation {
     /// Runs the MAP on `object` (the request's object as the mutations
     /// before this one left it).
     pub fn run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, Denied> {
-        match self.try_run(context, req, object) {
-            Ok(outcome) => Ok(outcome),
-            Err(message) => match self.failure {
-                FailurePolicy::Ignore => Ok(Outcome::Ignored(message)),
-                FailurePolicy::Fail => {
-                    Err(Denied { policy: self.policy.clone(), binding: self.binding.clone(), message })
-                }
-            },
+        self.try_run(context, req, object).or_else(|message| self.failed(message))
+    }
+
+    /// A failure of this MAP found after it ran, under its failure policy.
+    pub fn failed(&self, message: String) -> Result<Outcome, Denied> {
+        match self.failure {
+            FailurePolicy::Ignore => Ok(Outcome::Ignored(message)),
+            FailurePolicy::Fail => Err(Denied { policy: self.policy.clone(), binding: self.binding.clone(), message }),
         }
     }
 
