@@ -79,9 +79,13 @@ impl NativeMutation {
         if !self.conditions_hold(context, req, object)? {
             return Ok(Outcome::NotApplied);
         }
-        let mut current = object.clone();
+        // The object as the mutations so far left it; `None` while they
+        // changed nothing, so that no mutation copies the object only to
+        // build another from it.
+        let mut changed: Option<Value> = None;
         for mutation in &self.mutations {
-            let bindings = Bindings::with_object(req, Some(&current), &self.data_reads);
+            let current = changed.as_ref().unwrap_or(object);
+            let bindings = Bindings::with_object(req, Some(current), &self.data_reads);
             let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
             let result = evaluate(&bindings, None, context.limits, context.deadline, |scope| {
                 scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
@@ -89,15 +93,18 @@ impl NativeMutation {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
-            current = match mutation.patch_type {
+            let next = match mutation.patch_type {
                 PatchType::JsonPatch => json_patch(&result, current)?,
                 PatchType::ApplyConfiguration => {
-                    apply_configuration(context.schemas, req, &result, &current, self.atomics)?
+                    Some(apply_configuration(context.schemas, req, &result, current, self.atomics)?)
                 }
-                PatchType::JsonMergePatch => merge_patch(&result, current)?,
+                PatchType::JsonMergePatch => Some(merge_patch(&result, current.clone())?),
             };
+            if next.is_some() {
+                changed = next;
+            }
         }
-        Ok(Outcome::Applied(current))
+        Ok(Outcome::Applied(changed.unwrap_or_else(|| object.clone())))
     }
 
     /// Every match condition on the object: one false and the MAP does not
@@ -126,9 +133,9 @@ impl NativeMutation {
 }
 
 /// Applies the `[JSONPatch{...}]` an expression returned, as the API server
-/// does: a failed `test` leaves the object unchanged; any other failure is
-/// the mutation's.
-fn json_patch(result: &Cel, object: Value) -> Result<Value, String> {
+/// does: a failed `test` leaves the object unchanged (`None`); any other
+/// failure is the mutation's.
+fn json_patch(result: &Cel, object: &Value) -> Result<Option<Value>, String> {
     let operations = to_json(result).map_err(|e| format!("JSON Patch: {e}"))?;
     if !operations.is_array() {
         return Err(format!("type mismatch: JSONPatchType.expression should evaluate to array, got {result:?}"));
@@ -137,9 +144,9 @@ fn json_patch(result: &Cel, object: Value) -> Result<Value, String> {
         .map_err(|e| format!("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: {e}"))?;
     let mut patched = object.clone();
     match json_patch::patch(&mut patched, &patch) {
-        Ok(()) => Ok(patched),
-        Err(e) if matches!(e.kind, json_patch::PatchErrorKind::TestFailed) => Ok(object),
-        Err(e) => Err(format!("JSON Patch: {}", patch_error(&object, &patch, &e))),
+        Ok(()) => Ok(Some(patched)),
+        Err(e) if matches!(e.kind, json_patch::PatchErrorKind::TestFailed) => Ok(None),
+        Err(e) => Err(format!("JSON Patch: {}", patch_error(object, &patch, &e))),
     }
 }
 
