@@ -38,6 +38,36 @@ fn create(object: &Value, ns: &str, dry_run: bool) -> Result<Value, String> {
     }
 }
 
+/// A MutatingAdmissionPolicy on pod creates with one ApplyConfiguration
+/// mutation, and its binding to the namespaces labelled
+/// `e2e.portcullis.dev/map: ns`.
+fn map_yaml(name: &str, ns: &str, reinvocation: &str, expression: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
+  reinvocationPolicy: {reinvocation}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        {expression}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: {name}}}
+spec:
+  policyName: {name}
+  matchResources:
+    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}
+"#
+    )
+}
+
 fn container<'a>(pod: &'a Value, name: &str) -> &'a Value {
     pod["spec"]["containers"].as_array().and_then(|c| c.iter().find(|c| c["name"] == name)).unwrap_or(&Value::Null)
 }
@@ -72,29 +102,11 @@ async fn the_injectors_cel_mutations_do_what_a_native_map_refuses() {
     let map_ns = unique("cel-map");
     namespace(&client, &map_ns, &[("e2e.portcullis.dev/map", &map_ns)]).await;
     let name = format!("proxy-args.{map_ns}");
-    let yaml = format!(
-        r#"apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {{name: {name}}}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
-  reinvocationPolicy: Never
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: >
-        Object{{spec: Object.spec{{containers: [Object.spec.containers{{name: "web", args: ["--log-level", "debug"]}}]}}}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {{name: {name}}}
-spec:
-  policyName: {name}
-  matchResources:
-    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {map_ns}}}}}
-"#
+    let yaml = map_yaml(
+        &name,
+        &map_ns,
+        "Never",
+        r#"Object{spec: Object.spec{containers: [Object.spec.containers{name: "web", args: ["--log-level", "debug"]}]}}"#,
     );
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
     let refusal = eventually("the API server applies the MAP", WAIT, || create(&pod("web"), &map_ns, true).err()).await;
@@ -130,29 +142,11 @@ async fn a_map_reinvoked_after_the_injector_changed_the_pod_gives_what_mutate_gi
     // Counts the containers: the injector adds one after the MAP ran, so
     // only a reinvocation gets the count right.
     let name = format!("count.{ns}");
-    let yaml = format!(
-        r#"apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {{name: {name}}}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
-  reinvocationPolicy: IfNeeded
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: >
-        Object{{metadata: Object.metadata{{labels: {{"containers": string(size(object.spec.containers))}}}}}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {{name: {name}}}
-spec:
-  policyName: {name}
-  matchResources:
-    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}
-"#
+    let yaml = map_yaml(
+        &name,
+        &ns,
+        "IfNeeded",
+        r#"Object{metadata: Object.metadata{labels: {"containers": string(size(object.spec.containers))}}}"#,
     );
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
     let mut object = pod("web");
