@@ -91,6 +91,11 @@ pub struct Mutate {
     /// as the API server runs its MAPs before its webhooks.
     #[arg(long = "policy", env = "PORTCULLIS_MUTATING_POLICY", value_delimiter = ',')]
     pub policies: Vec<PathBuf>,
+    /// The parameter objects the MAPs' `paramKind` and bindings' `paramRef`
+    /// select (any kinds, e.g. ConfigMaps; YAML or JSON manifests, several
+    /// documents each): repeat for several files.
+    #[arg(long = "params")]
+    pub params: Vec<PathBuf>,
     /// Manifest (YAML or JSON, one or more documents) or AdmissionReview
     /// JSON; `-` reads standard input.
     #[arg(short = 'f', long = "filename")]

@@ -221,8 +221,13 @@ fn run_cel(
     }
     // Their matching is the webhook configuration's: no namespace is read.
     let namespaces = ManifestNamespaces::default();
-    let context =
-        Context { namespaces: &namespaces, schemas: &BUILTIN, limits: config.cel.limits, deadline: cel.deadline };
+    let context = Context {
+        namespaces: &namespaces,
+        schemas: &BUILTIN,
+        limits: config.cel.limits,
+        deadline: cel.deadline,
+        params: &[],
+    };
     for mutation in &config.mutations {
         let name = &mutation.spec.name;
         // A pod the rest of the mutation cannot work on is the mutation's

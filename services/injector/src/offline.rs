@@ -37,6 +37,11 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         Some(Injector::new(config.bounded(CelBounds::from_args(&args.cel))))
     };
     let (natives, namespaces) = read_policies(args)?;
+    let mut params = Vec::new();
+    for file in &args.params {
+        let input = portcullis_process::input::read(file).context("reading --params")?;
+        params.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
+    }
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
     let mut first = true;
@@ -48,6 +53,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
             schemas: &BUILTIN,
             limits: args.cel.limits(),
             deadline: Instant::now() + args.cel.cel_timeout,
+            params: &params,
         };
         let decision = decide(&natives, injector.as_ref(), context, &req);
         for warning in &decision.warnings {

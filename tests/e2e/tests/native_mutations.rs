@@ -25,6 +25,10 @@ struct Case {
     deployments: bool,
     spec: &'static str,
     objects: Vec<Value>,
+    /// The binding's `paramRef` (flow YAML), if the MAP has `paramKind`.
+    param_ref: Option<&'static str>,
+    /// The parameter objects, created in the case's namespace.
+    params: Vec<Value>,
 }
 
 fn pod(name: &str, containers: Value, extra: Value) -> Value {
@@ -76,6 +80,8 @@ fn cases() -> Vec<Case> {
                 pod("has-init", app(), json!({"spec": {"initContainers": [{"name": "setup", "image": "busybox"}]}})),
                 pod("has-sidecar", app(), json!({"spec": {"initContainers": [{"name": "mesh-proxy", "image": "x"}]}})),
             ],
+            param_ref: None,
+            params: Vec::new(),
         },
         // The documentation's JSONPatch form: `add` to `-` of a list that
         // exists (args, an atomic list, included: JSON Patch may set it).
@@ -100,6 +106,8 @@ fn cases() -> Vec<Case> {
                 pod("has-init", app(), json!({"spec": {"initContainers": [{"name": "setup", "image": "busybox"}]}})),
                 pod("plain", app(), json!({})),
             ],
+            param_ref: None,
+            params: Vec::new(),
         },
         // Labels added, and replaced where the key is there.
         Case {
@@ -113,6 +121,8 @@ fn cases() -> Vec<Case> {
       expression: "Object{metadata: Object.metadata{labels: {'env': 'prod', 'managed': 'true'}}}"
 "#,
             objects: vec![pod("unlabelled", app(), json!({})), pod("labelled", app(), labelled.clone())],
+            param_ref: None,
+            params: Vec::new(),
         },
         // Annotations by JSON Patch with an escaped key; an object without
         // annotations makes the patch fail, and the policy refuse it.
@@ -129,6 +139,8 @@ fn cases() -> Vec<Case> {
                    value: "platform"}]
 "#,
             objects: vec![pod("annotated", app(), annotated.clone()), pod("bare", app(), json!({}))],
+            param_ref: None,
+            params: Vec::new(),
         },
         // The same with failurePolicy Ignore: the failing object passes.
         Case {
@@ -143,6 +155,8 @@ fn cases() -> Vec<Case> {
       expression: "[JSONPatch{op: 'replace', path: '/metadata/annotations/existing', value: 'no'}]"
 "#,
             objects: vec![pod("annotated", app(), annotated), pod("bare", app(), json!({}))],
+            param_ref: None,
+            params: Vec::new(),
         },
         // A JSON Patch `test` that fails leaves the object as it was.
         Case {
@@ -158,9 +172,11 @@ fn cases() -> Vec<Case> {
          JSONPatch{op: "add", path: "/metadata/labels/checked", value: "yes"}]
 "#,
             objects: vec![
-                pod("team-a", app(), labelled),
+                pod("team-a", app(), labelled.clone()),
                 pod("team-b", app(), json!({"metadata": {"labels": {"team": "b"}}})),
             ],
+            param_ref: None,
+            params: Vec::new(),
         },
         // Removing what may not be there: refused in the API server's
         // words whether the key or its parent is missing.
@@ -179,6 +195,8 @@ fn cases() -> Vec<Case> {
                 pod("other-label", app(), json!({"metadata": {"labels": {"keep": "x"}}})),
                 pod("unlabelled", app(), json!({})),
             ],
+            param_ref: None,
+            params: Vec::new(),
         },
         // A sidecar merged into containers by name: added to a pod without
         // one, and updated in place in a pod that has one.
@@ -198,6 +216,8 @@ fn cases() -> Vec<Case> {
           ports: [Object.spec.containers.ports{containerPort: 15001, name: "proxy"}]}]}}
 "#,
             objects: vec![pod("without", app(), json!({})), pod("with", with_proxy, json!({}))],
+            param_ref: None,
+            params: Vec::new(),
         },
         // What MAP refuses: a sidecar with args (an atomic list).
         Case {
@@ -212,6 +232,8 @@ fn cases() -> Vec<Case> {
         Object{spec: Object.spec{containers: [Object.spec.containers{name: "sidecar", image: "s:1", args: ["run"]}]}}
 "#,
             objects: vec![pod("any", app(), json!({}))],
+            param_ref: None,
+            params: Vec::new(),
         },
         // Defaults on a Deployment's pod template, where not set, read
         // through a variable; two mutations in order.
@@ -244,8 +266,58 @@ fn cases() -> Vec<Case> {
                     json!({"spec": {"template": {"spec": {"securityContext": {"runAsNonRoot": false}}}}}),
                 )
             }],
+            param_ref: None,
+            params: Vec::new(),
+        },
+        // Parameters: one ConfigMap by name, read by a match condition
+        // and the mutation.
+        Case {
+            name: "params-by-name",
+            deployments: false,
+            spec: r#"
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConditions:
+  - name: enabled
+    expression: "params.data.enabled == 'true'"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'tier': params.data.tier}}}"
+"#,
+            objects: vec![pod("plain", app(), json!({})), pod("tiered", app(), labelled.clone())],
+            param_ref: Some("{name: tiers, parameterNotFoundAction: Deny}"),
+            params: vec![config_map("tiers", json!({}), json!({"tier": "gold", "enabled": "true"}))],
+        },
+        // Parameters by selector. One object matches: with several, the
+        // API server applied one of them (the first by name in one run, not
+        // in another), which no test can compare.
+        Case {
+            name: "params-by-selector",
+            deployments: false,
+            spec: r#"
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {params.data.key: params.data.value}}}"
+"#,
+            objects: vec![pod("plain", app(), json!({})), pod("labelled", app(), labelled.clone())],
+            param_ref: Some(
+                "{selector: {matchLabels: {e2e.portcullis.dev/param: 'yes'}}, parameterNotFoundAction: Allow}",
+            ),
+            params: vec![
+                config_map("a", json!({"e2e.portcullis.dev/param": "yes"}), json!({"key": "from-a", "value": "1"})),
+                config_map("b", json!({"e2e.portcullis.dev/param": "no"}), json!({"key": "from-b", "value": "2"})),
+                config_map("c", json!({}), json!({"key": "from-c", "value": "3"})),
+            ],
         },
     ]
+}
+
+fn config_map(name: &str, labels: Value, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": data})
 }
 
 fn deployment(name: &str, replicas: u32, extra: Value) -> Value {
@@ -267,8 +339,9 @@ fn policy_yaml(case: &Case, name: &str, ns: &str) -> String {
          matchConstraints:\n    resourceRules:\n    - {{apiGroups: [{group}], apiVersions: [v1], operations: [CREATE], \
          resources: [{resource}]}}\n{}---\napiVersion: admissionregistration.k8s.io/v1\n\
          kind: MutatingAdmissionPolicyBinding\nmetadata: {{name: {name}}}\nspec:\n  policyName: {name}\n  \
-         matchResources:\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}\n",
-        case.spec.trim_start_matches('\n')
+         matchResources:\n    namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/map: {ns}}}}}\n{}",
+        case.spec.trim_start_matches('\n'),
+        case.param_ref.map(|r| format!("  paramRef: {r}\n")).unwrap_or_default()
     )
 }
 
@@ -289,25 +362,34 @@ fn create(object: &Value, ns: &str) -> Result<Value, String> {
     Ok(stored)
 }
 
-/// `mutate --policy` on `object` as the API server admits it in `ns`.
-fn mutate(yaml: &str, ns: &str, admitted: &Value) -> Result<Value, String> {
+/// `mutate --policy` on `object` as the API server admits it in `ns`,
+/// with `params` (in `ns`) as `--params`.
+fn mutate(yaml: &str, ns: &str, params: &[Value], admitted: &Value) -> Result<Value, String> {
     let dir = tempfile::tempdir().expect("a test step");
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/map": ns}}});
     let policy = dir.path().join("map.yaml");
     std::fs::write(&policy, format!("{yaml}---\n{namespace}\n")).expect("a test step");
+    let params_file = dir.path().join("params.yaml");
+    let params: Vec<String> = params
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p["metadata"]["namespace"] = json!(ns);
+            p.to_string()
+        })
+        .collect();
+    std::fs::write(&params_file, params.join("\n---\n")).expect("a test step");
     let input = dir.path().join("object.json");
     let mut admitted = admitted.clone();
     admitted["metadata"]["namespace"] = json!(ns);
     std::fs::write(&input, admitted.to_string()).expect("a test step");
-    let out = Command::new(binaries().join("portcullis-injector"))
-        .args(["mutate", "--output", "review", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&input)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("a test step");
+    let mut command = Command::new(binaries().join("portcullis-injector"));
+    command.args(["mutate", "--output", "review", "--policy"]).arg(&policy);
+    if !params.is_empty() {
+        command.arg("--params").arg(&params_file);
+    }
+    let out = command.arg("-f").arg(&input).stderr(Stdio::inherit()).output().expect("a test step");
     assert!(out.status.success(), "mutate failed");
     let review: Value = serde_json::from_slice(&out.stdout).expect("mutate prints a review");
     let response = &review["response"];
@@ -332,10 +414,13 @@ async fn maps_mutate_as_the_api_server_mutates() {
         namespace(&client, &ns, &[("e2e.portcullis.dev/map", &ns)]).await;
         let name = format!("{}.{ns}", case.name);
         let yaml = policy_yaml(&case, &name, &ns);
+        for param in &case.params {
+            ok(cluster().kubectl_stdin(&["apply", "-n", &ns, "-f", "-"], &param.to_string()));
+        }
         ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
         let first = &case.objects[0];
         let without = create(first, &plain).expect("the object is valid without the MAP");
-        eventually(&format!("the API server applies {name}"), MINUTE, || {
+        eventually(&format!("the API server applies {name}"), 3 * MINUTE, || {
             (create(first, &ns) != Ok(without.clone())).then_some(())
         })
         .await;
@@ -343,7 +428,7 @@ async fn maps_mutate_as_the_api_server_mutates() {
             let what = format!("{} {}", case.name, object["metadata"]["name"]);
             let theirs = create(object, &ns);
             let admitted = create(object, &plain).expect("the object is valid without the MAP");
-            let ours = mutate(&yaml, &ns, &admitted).and_then(|mutated| create(&mutated, &plain));
+            let ours = mutate(&yaml, &ns, &case.params, &admitted).and_then(|mutated| create(&mutated, &plain));
             compared += 1;
             changed += usize::from(theirs.as_ref().is_ok_and(|t| *t != admitted));
             refused += usize::from(theirs.is_err());

@@ -13,6 +13,7 @@
 //! error naming the policy and the field, never a silent pass.
 
 pub mod own;
+pub mod params;
 pub mod run;
 
 use k8s_openapi::api::admissionregistration::v1::{
@@ -83,6 +84,8 @@ pub struct NativeMutation {
     pub reinvoke: bool,
     /// What an apply configuration may do to atomic values.
     pub atomics: Atomics,
+    /// `paramKind` with the binding's `paramRef`.
+    params: Option<params::ParamSpec>,
     data_reads: DataReads,
 }
 
@@ -123,14 +126,6 @@ pub enum Problem {
     /// An unusable `matchConstraints` or `matchResources`.
     #[error(transparent)]
     Match(#[from] MatchError),
-    /// Something not supported here yet.
-    #[error("{field}: {why}")]
-    Unsupported {
-        /// The field.
-        field: &'static str,
-        /// Why, and what to do instead.
-        why: &'static str,
-    },
 }
 
 /// Pairs each binding with its policy (`spec.policyName`) and compiles
@@ -175,12 +170,7 @@ pub fn compile(
     };
     let spec = policy.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
     let binding_spec = binding.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
-    if spec.param_kind.is_some() || binding_spec.param_ref.is_some() {
-        return Err(fail(Problem::Unsupported {
-            field: "spec.paramKind",
-            why: "parameters are not supported by the injector's MAPs yet; write the values into the expressions",
-        }));
-    }
+    let params = params::ParamSpec::new(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(&fail)?;
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
             .map_err(|e| fail(e.into()))?;
@@ -218,6 +208,7 @@ pub fn compile(
     compiled.policy = policy_name.clone();
     compiled.binding = binding_name.clone();
     compiled.matching = Some(matching);
+    compiled.params = params;
     compiled.reinvoke = reinvoke;
     Ok(compiled)
 }
@@ -280,6 +271,7 @@ impl Parts<'_> {
             failure,
             reinvoke: false,
             atomics: Atomics::Refuse,
+            params: None,
             data_reads,
         })
     }

@@ -10,10 +10,10 @@ use portcullis_admission::Request;
 use portcullis_admission::native_match::NamespaceLabels;
 use portcullis_cel::budget::Limits;
 use portcullis_cel::json::to_json;
-use portcullis_cel::{Bindings, Value as Cel, evaluate};
+use portcullis_cel::{Bindings, Converted, Value as Cel, evaluate};
 use serde_json::Value;
 
-use super::{FailurePolicy, NativeMutation, PatchType};
+use super::{FailurePolicy, Mutation, NativeMutation, PatchType};
 use crate::apply::{self, Atomics, MergeError, Schemas};
 
 /// What a MAP needs besides the request.
@@ -28,6 +28,8 @@ pub struct Context<'a> {
     pub limits: Limits,
     /// When all CEL of the request must be done.
     pub deadline: Instant,
+    /// The parameter objects a MAP's `paramRef` may name.
+    pub params: &'a [Value],
 }
 
 /// What running a MAP did.
@@ -76,45 +78,85 @@ impl NativeMutation {
         {
             return Ok(Outcome::NotApplied);
         }
-        if !self.conditions_hold(context, req, object)? {
-            return Ok(Outcome::NotApplied);
-        }
+        // Without parameters; or with the first parameter object (by
+        // namespace and name) whose match conditions hold: the API server
+        // applies a MAP whose paramRef selects several with one of them.
+        let params: Vec<Option<Converted>> = match &self.params {
+            None => vec![None],
+            Some(spec) => {
+                let namespace = req.inner.namespace.as_deref().unwrap_or_default();
+                let reads = self.data_reads.params.as_ref();
+                spec.collect(context.params, namespace)?
+                    .into_iter()
+                    .map(|p| Some(Converted::reading(p, reads)))
+                    .collect()
+            }
+        };
         // The object as the mutations so far left it; `None` while they
         // changed nothing, so that no mutation copies the object only to
         // build another from it.
         let mut changed: Option<Value> = None;
-        for mutation in &self.mutations {
-            let current = changed.as_ref().unwrap_or(object);
-            let bindings = Bindings::with_object(req, Some(current), &self.data_reads);
-            let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
-            let result = evaluate(&bindings, None, context.limits, context.deadline, |scope| {
-                scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
-            })
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
-            let next = match mutation.patch_type {
-                PatchType::JsonPatch => json_patch(&result, current)?,
-                PatchType::ApplyConfiguration => {
-                    Some(apply_configuration(context.schemas, req, &result, current, self.atomics)?)
-                }
-                PatchType::JsonMergePatch => Some(merge_patch(&result, current.clone())?),
-            };
-            if next.is_some() {
-                changed = next;
+        let mut applied = false;
+        for param in &params {
+            let param = param.as_ref();
+            if !self.conditions_hold(context, req, changed.as_ref().unwrap_or(object), param)? {
+                continue;
             }
+            applied = true;
+            for mutation in &self.mutations {
+                if let Some(next) = self.mutate(mutation, context, req, changed.as_ref().unwrap_or(object), param)? {
+                    changed = Some(next);
+                }
+            }
+            break;
+        }
+        if !applied {
+            return Ok(Outcome::NotApplied);
         }
         Ok(Outcome::Applied(changed.unwrap_or_else(|| object.clone())))
     }
 
+    /// One mutation on `current`: the object it makes, or `None` when it
+    /// leaves it as it is (a failed JSON Patch `test`).
+    fn mutate(
+        &self,
+        mutation: &Mutation,
+        context: Context<'_>,
+        req: &Request,
+        current: &Value,
+        param: Option<&Converted>,
+    ) -> Result<Option<Value>, String> {
+        let bindings = Bindings::with_object(req, Some(current), &self.data_reads);
+        let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
+        let result = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
+            scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
+        })
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
+        Ok(match mutation.patch_type {
+            PatchType::JsonPatch => json_patch(&result, current)?,
+            PatchType::ApplyConfiguration => {
+                Some(apply_configuration(context.schemas, req, &result, current, self.atomics)?)
+            }
+            PatchType::JsonMergePatch => Some(merge_patch(&result, current.clone())?),
+        })
+    }
+
     /// Every match condition on the object: one false and the MAP does not
     /// apply, even when another failed; otherwise the first failure.
-    fn conditions_hold(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<bool, String> {
+    fn conditions_hold(
+        &self,
+        context: Context<'_>,
+        req: &Request,
+        object: &Value,
+        param: Option<&Converted>,
+    ) -> Result<bool, String> {
         if self.conditions.is_empty() {
             return Ok(true);
         }
         let bindings = Bindings::with_object(req, Some(object), &self.data_reads);
-        let results = evaluate(&bindings, None, context.limits, context.deadline, |scope| {
+        let results = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
             self.conditions
                 .iter()
                 .map(|c| match scope.execute(&c.expression) {
