@@ -159,11 +159,10 @@ pub struct Config {
     pub defaults: Defaults,
     /// CEL mutations, in order.
     pub mutations: Vec<CompiledMutation>,
-    /// How much their CEL may run on one request.
-    pub cel: CelBounds,
 }
 
-/// The runtime bounds of the CEL mutations (`--cel-*`).
+/// The runtime bounds of the CEL mutations (`--cel-*`): the injector's
+/// settings, not part of a configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CelBounds {
     /// The cost limits.
@@ -186,11 +185,6 @@ impl CelBounds {
 }
 
 impl Config {
-    /// This configuration with its CEL mutations bounded by `cel`.
-    pub fn bounded(self, cel: CelBounds) -> Self {
-        Self { cel, ..self }
-    }
-
     /// The template called `name`.
     pub fn template(&self, name: &str) -> Option<&Template> {
         self.templates.iter().find(|t| t.name == name)

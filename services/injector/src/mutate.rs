@@ -14,7 +14,7 @@ use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Operation, Request, Verdict, json};
 use serde_json::Value;
 
-use crate::config::{Config, Defaults};
+use crate::config::{CelBounds, Config, Defaults};
 use portcullis_admission::names::{INJECT_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION};
 
 use crate::apply::BUILTIN;
@@ -36,10 +36,12 @@ pub struct Outcome {
     pub cel: Vec<(String, CelResult)>,
 }
 
-/// The CEL mutations' deadline, and what each did.
+/// The CEL mutations' bounds, when the request arrived (`None`: when they
+/// start), and what each did.
 #[derive(Debug)]
 struct Cel {
-    deadline: Instant,
+    bounds: CelBounds,
+    arrival: Option<Instant>,
     ran: Vec<(String, CelResult)>,
 }
 
@@ -76,22 +78,22 @@ impl CelResult {
 /// images on their mirrors (a `kubectl apply` of the original manifest sets
 /// them back); ephemeral containers added to a pod get their images
 /// rewritten; everything else is allowed unchanged (other kinds, other
-/// operations, dry-run or not alike). CEL mutations must be done by
-/// `--cel-timeout` from now.
+/// operations, dry-run or not alike). CEL mutations run within the
+/// default bounds.
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
-    mutate_by(req, config, Instant::now() + config.cel.timeout)
+    mutate_by(req, config, CelBounds::default(), None)
 }
 
-/// [`mutate`], with the CEL mutations stopped at `deadline` (counted from
-/// the request's arrival by the webhook).
-pub fn mutate_by(req: &Request, config: &Config, deadline: Instant) -> Outcome {
+/// [`mutate`], the CEL mutations within `bounds`, their timeout counted
+/// from `arrival` (`None`: from when they start).
+pub fn mutate_by(req: &Request, config: &Config, bounds: CelBounds, arrival: Option<Instant>) -> Outcome {
     let inner = &req.inner;
     let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
     let Some(object) = req.object.as_ref().filter(|_| is_pod) else {
         return Outcome::default();
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Create, None) => mutate_pod(req, object, config, deadline),
+        (Operation::Create, None) => mutate_pod(req, object, config, Cel { bounds, arrival, ran: Vec::new() }),
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         (Operation::Update, Some("ephemeralcontainers")) => {
             rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
@@ -107,13 +109,12 @@ pub fn mutate_by(req: &Request, config: &Config, deadline: Instant) -> Outcome {
 /// [`pod::Editable`] parts, or whole when there are CEL mutations): the
 /// patch is the same. A CEL mutation that fails under `failurePolicy: Fail`
 /// denies the pod.
-fn mutate_pod(req: &Request, original: &Value, config: &Config, deadline: Instant) -> Outcome {
+fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel) -> Outcome {
     let (previous, mut warnings) = match start(original) {
         Ok(start) => start,
         Err(outcome) => return *outcome,
     };
     let mut mutated = original.clone();
-    let mut cel = Cel { deadline, ran: Vec::new() };
     match inject_all(&mut mutated, req, original, config, &previous, &mut warnings, &mut cel) {
         Ok((status, images_rewritten)) => Outcome {
             decision: Decision {
@@ -140,7 +141,7 @@ fn mutate_pod(req: &Request, original: &Value, config: &Config, deadline: Instan
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    let mut cel = Cel { deadline: Instant::now() + config.cel.timeout, ran: Vec::new() };
+    let mut cel = Cel { bounds: CelBounds::default(), arrival: None, ran: Vec::new() };
     inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut cel).ok()?;
     Some(pod)
 }
@@ -224,8 +225,8 @@ fn run_cel(
     let context = Context {
         namespaces: &namespaces,
         schemas: &BUILTIN,
-        limits: config.cel.limits,
-        deadline: cel.deadline,
+        limits: cel.bounds.limits,
+        deadline: cel.arrival.unwrap_or_else(Instant::now) + cel.bounds.timeout,
         params: &[],
     };
     for mutation in &config.mutations {

@@ -34,7 +34,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
     } else {
         let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
         let config = parse(&contents).context("the injector configuration is invalid")?;
-        Some(Injector::new(config.bounded(CelBounds::from_args(&args.cel))))
+        Some(Injector::bounded(config, CelBounds::from_args(&args.cel), None))
     };
     let (natives, namespaces) = read_policies(args)?;
     let mut params = Vec::new();

@@ -31,14 +31,12 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     }
     let paths = args.config.paths.clone();
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
-    let bounds = CelBounds::from_args(&args.cel);
-    let config = parse(&initial).context("the injector configuration is invalid")?.bounded(bounds);
+    let config = parse(&initial).context("the injector configuration is invalid")?;
     log_config("configuration loaded", &config);
-    let injector = Arc::new(Injector::with_workers(config, workers(&args)?));
+    let injector = Arc::new(Injector::bounded(config, CelBounds::from_args(&args.cel), Some(workers(&args)?)));
     let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
     reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |c| {
-        let c = c.bounded(bounds);
         log_config("configuration reloaded", &c);
         target.set_config(c);
     });
@@ -54,7 +52,7 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
     let bounds = CelBounds::from_args(&args.cel);
-    let injector = Arc::new(Injector::with_workers(Config::default().bounded(bounds), workers(&args)?));
+    let injector = Arc::new(Injector::bounded(Config::default(), bounds, Some(workers(&args)?)));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
@@ -64,7 +62,6 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let (target, swap_catalogs) = (injector.clone(), catalogs.clone());
     let swap: Swap = Box::new(move || {
         let (config, remarks) = swap_catalogs.config();
-        let config = config.bounded(bounds);
         log_config("configuration in force", &config);
         target.set_config(config);
         remarks

@@ -16,7 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::config::Config;
+use crate::config::{CelBounds, Config};
 use crate::mutate::mutate_by;
 
 /// Label of `portcullis_injector_injections_total`: template names come
@@ -41,6 +41,8 @@ pub struct Injector {
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
     cel_mutations: Family<CelLabels, Counter>,
+    /// How much CEL one request may run.
+    cel: CelBounds,
     /// Where CEL mutations run; `None`: on the caller's thread (offline).
     workers: Option<Arc<Workers>>,
 }
@@ -51,9 +53,10 @@ impl Injector {
         Self { config: ArcSwap::from_pointee(config), ..Self::default() }
     }
 
-    /// An injector that decides requests with CEL mutations on `workers`.
-    pub fn with_workers(config: Config, workers: Workers) -> Self {
-        Self { workers: Some(Arc::new(workers)), ..Self::new(config) }
+    /// An injector whose CEL mutations run within `cel`, on `workers`
+    /// (`serve`) or on the caller's thread (`None`: offline).
+    pub fn bounded(config: Config, cel: CelBounds, workers: Option<Workers>) -> Self {
+        Self { cel, workers: workers.map(Arc::new), ..Self::new(config) }
     }
 
     /// The configuration in force.
@@ -79,18 +82,15 @@ impl Injector {
 }
 
 impl Injector {
-    /// The decision on `req` with the configuration in force, its CEL
-    /// mutations (if any) bounded by `--cel-timeout` from now; on the
-    /// calling thread.
+    /// The decision on `req` with the configuration in force, on the
+    /// calling thread; CEL mutations (if any) time out from now.
     pub fn decide(&self, req: &Request) -> Decision {
-        let config = self.config();
-        let deadline = Instant::now() + config.cel.timeout;
-        self.decide_with(req, &config, deadline)
+        self.decide_with(req, &self.config(), None)
     }
 
-    /// The decision on `req` with `config`, CEL stopping at `deadline`.
-    fn decide_with(&self, req: &Request, config: &Config, deadline: Instant) -> Decision {
-        let outcome = mutate_by(req, config, deadline);
+    /// The decision on `req` with `config`, CEL timing out from `arrival`.
+    fn decide_with(&self, req: &Request, config: &Config, arrival: Option<Instant>) -> Decision {
+        let outcome = mutate_by(req, config, self.cel, arrival);
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }
@@ -108,16 +108,16 @@ impl Webhook for Injector {
     }
 
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
-        // One configuration for the whole decision, and the CEL deadline
-        // counted from the request's arrival, time in the queue included.
+        // One configuration for the whole decision; with CEL mutations, on
+        // the workers, their timeout counted from the request's arrival
+        // (time in the queue included).
         let config = self.config();
-        let deadline = Instant::now() + config.cel.timeout;
+        let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
         async move {
-            let workers = self.workers.clone().filter(|_| !config.mutations.is_empty());
-            let Some(workers) = workers else { return self.decide_with(&req, &config, deadline) };
+            let Some((arrival, workers)) = cel else { return self.decide_with(&req, &config, None) };
             // The future runs in the request's span; the job continues it.
             let span = tracing::Span::current();
-            let job = move || span.in_scope(|| self.decide_with(&req, &config, deadline));
+            let job = move || span.in_scope(|| self.decide_with(&req, &config, Some(arrival)));
             workers.run(job).await.unwrap_or_else(|err| {
                 tracing::error!(error = %error_chain(&err), "the CEL mutations failed");
                 Decision::deny(500, "the injector failed to evaluate the request; see its log")

@@ -191,7 +191,7 @@ fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
         expression: 'Object{metadata: Object.metadata{labels: {"n": string(object.spec.containers.map(c, c.name).size())}}}'
 "#);
     let tight = CelBounds { limits: Limits { per_call: 3, per_policy: 3 }, ..CelBounds::default() };
-    let injector = Injector::new(load(&config).expect("loads").bounded(tight));
+    let injector = Injector::bounded(load(&config).expect("loads"), tight, None);
     let denied = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
     assert_eq!(denied.response["response"]["allowed"], false);
     let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
