@@ -51,8 +51,8 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let client = kube::Client::try_default()
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
-    let bounds = CelBounds::from_args(&args.cel);
-    let injector = Arc::new(Injector::bounded(Config::default(), bounds, Some(workers(&args)?)));
+    let injector =
+        Arc::new(Injector::bounded(Config::default(), CelBounds::from_args(&args.cel), Some(workers(&args)?)));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
