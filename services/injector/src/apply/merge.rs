@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use super::schema::{ListType, Schemas, Shape};
 
 /// What to do with an apply configuration that sets an atomic list, map or
-/// struct.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// struct (a container's `args`, `nodeSelector`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub enum Atomics {
     /// Refuse it, as the API server's MutatingAdmissionPolicy does (setting
     /// part of an atomic value would silently drop the rest).

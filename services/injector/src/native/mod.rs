@@ -22,25 +22,32 @@ use k8s_openapi::api::admissionregistration::v1::{
 use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::{CompileError, Environment, Expression, compile_in};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::apply::Atomics;
 
-/// How a mutation's expression says its change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a mutation's expression says its change (`patchType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum PatchType {
     /// A list of `JSONPatch{op, path, value, from}`.
+    #[serde(rename = "JSONPatch")]
     JsonPatch,
     /// An `Object{...}` merged by server-side apply's rules.
     ApplyConfiguration,
     /// An object applied as a JSON Merge Patch (RFC 7386): lists replaced
     /// whole, `null` removes a field. Portcullis' own, past MAP's limits.
+    #[serde(rename = "JSONMergePatch")]
     JsonMergePatch,
 }
 
-/// What happens when a mutation fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happens when a mutation fails (its expression errs or is stopped
+/// by the budget, or its result does not apply): `Fail` denies the request,
+/// `Ignore` admits it without this policy's changes, with a warning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum FailurePolicy {
     /// The request is denied (the default).
+    #[default]
     Fail,
     /// The mutation is skipped.
     Ignore,
@@ -197,36 +204,48 @@ pub fn compile(
         Some("IfNeeded") => true,
         Some(other) => return Err(fail(invalid("spec.reinvocationPolicy", &format!("unsupported value {other:?}")))),
     };
+    let failure = match spec.failure_policy.as_deref() {
+        None | Some("Fail") => FailurePolicy::Fail,
+        Some("Ignore") => FailurePolicy::Ignore,
+        Some(other) => return Err(fail(invalid("spec.failurePolicy", &format!("unsupported value {other:?}")))),
+    };
     let parts = Parts {
+        policy: policy_name.clone(),
+        binding: binding_name.clone(),
+        matching: Some(matching),
+        params,
         conditions: spec.match_conditions.as_deref().unwrap_or_default(),
         variables: spec.variables.as_deref().unwrap_or_default(),
         mutations,
-        failure_policy: spec.failure_policy.as_deref(),
+        failure,
+        reinvoke,
+        // As the API server: setting part of an atomic value is refused.
+        atomics: Atomics::Refuse,
         field_prefix: "spec.",
     };
-    let mut compiled = parts.compile(cost_limit).map_err(fail)?;
-    compiled.policy = policy_name.clone();
-    compiled.binding = binding_name.clone();
-    compiled.matching = Some(matching);
-    compiled.params = params;
-    compiled.reinvoke = reinvoke;
-    Ok(compiled)
+    parts.compile(cost_limit).map_err(fail)
 }
 
-/// What the two forms (a MAP with its binding, the injector's own) share.
+/// A MAP with its binding, or one of the injector's own mutations, before
+/// its expressions are compiled.
 struct Parts<'a> {
+    policy: String,
+    binding: String,
+    matching: Option<NativeMatch>,
+    params: Option<params::ParamSpec>,
     conditions: &'a [MatchCondition],
     variables: &'a [Variable],
     /// Each mutation's patch type, expression and field.
     mutations: Vec<(PatchType, &'a str, String)>,
-    failure_policy: Option<&'a str>,
+    failure: FailurePolicy,
+    reinvoke: bool,
+    atomics: Atomics,
     /// `spec.` for a MAP, where the fields are under its spec.
     field_prefix: &'static str,
 }
 
 impl Parts<'_> {
-    /// Compiles the expressions; the caller sets names, match and
-    /// reinvocation.
+    /// Compiles the expressions, refusing what the API server would.
     fn compile(self, cost_limit: u64) -> Result<NativeMutation, Problem> {
         let prefix = self.field_prefix;
         let expression = |field: String, source: &str| {
@@ -249,29 +268,22 @@ impl Parts<'_> {
         for (patch_type, source, field) in self.mutations {
             mutations.push(Mutation { patch_type, expression: expression(field, source)? });
         }
-        let failure = match self.failure_policy {
-            None | Some("Fail") => FailurePolicy::Fail,
-            Some("Ignore") => FailurePolicy::Ignore,
-            Some(other) => {
-                return Err(invalid(&format!("{prefix}failurePolicy"), &format!("unsupported value {other:?}")));
-            }
-        };
         let mut data_reads = DataReads::default();
         let all = conditions.iter().chain(&variables).map(|n| &n.expression);
         for e in all.chain(mutations.iter().map(|m| &m.expression)) {
             data_reads.add(e);
         }
         Ok(NativeMutation {
-            policy: String::new(),
-            binding: String::new(),
-            matching: None,
+            policy: self.policy,
+            binding: self.binding,
+            matching: self.matching,
             conditions,
             variables,
             mutations,
-            failure,
-            reinvoke: false,
-            atomics: Atomics::Refuse,
-            params: None,
+            failure: self.failure,
+            reinvoke: self.reinvoke,
+            atomics: self.atomics,
+            params: self.params,
             data_reads,
         })
     }

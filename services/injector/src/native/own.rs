@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{NativeMutation, Parts, PatchType, Problem};
+use super::{FailurePolicy, NativeMutation, Parts, PatchType, Problem};
 use crate::apply::Atomics;
 
 /// A mutation of the injector's own, in MAP's shape: match conditions,
@@ -34,34 +34,17 @@ pub struct CelMutation {
     pub mutations: Vec<OwnMutation>,
     /// `Fail` (default): a mutation that fails denies the pod; `Ignore`:
     /// the pod is admitted without this entry's changes, with a warning.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_policy: Option<FailurePolicyName>,
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
     /// What an apply configuration may do to atomic lists, maps and
     /// structs (a container's `args`, `nodeSelector`): `Replace` (default)
     /// sets them whole; `Refuse` fails as MutatingAdmissionPolicy does.
-    #[serde(default)]
-    pub atomic_fields: AtomicFields,
+    #[serde(default = "replace")]
+    pub atomic_fields: Atomics,
 }
 
-/// What happens when a mutation fails (its expression errs or is stopped
-/// by the budget, or its result does not apply): `Fail` denies the pod,
-/// `Ignore` admits it without this entry's changes, with a warning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum FailurePolicyName {
-    /// Deny the pod.
-    Fail,
-    /// Admit it without the change.
-    Ignore,
-}
-
-/// `atomicFields`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum AtomicFields {
-    /// Set them whole.
-    #[default]
-    Replace,
-    /// Fail, as MutatingAdmissionPolicy does.
-    Refuse,
+fn replace() -> Atomics {
+    Atomics::Replace
 }
 
 /// One mutation: MAP's `patchType` with its expression.
@@ -69,7 +52,7 @@ pub enum AtomicFields {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnMutation {
     /// `ApplyConfiguration`, `JSONPatch` or `JSONMergePatch`.
-    pub patch_type: OwnPatchType,
+    pub patch_type: PatchType,
     /// For `ApplyConfiguration`: an expression returning `Object{...}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apply_configuration: Option<Expression>,
@@ -80,19 +63,6 @@ pub struct OwnMutation {
     /// as RFC 7386 says (lists replaced whole, `null` removes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_merge_patch: Option<Expression>,
-}
-
-/// `patchType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum OwnPatchType {
-    /// Merged by server-side apply's rules.
-    ApplyConfiguration,
-    /// JSON Patch operations.
-    #[serde(rename = "JSONPatch")]
-    JsonPatch,
-    /// A JSON Merge Patch.
-    #[serde(rename = "JSONMergePatch")]
-    JsonMergePatch,
 }
 
 /// An expression field.
@@ -127,12 +97,10 @@ impl CelMutation {
         }
         let mut mutations = Vec::new();
         for (i, m) in self.mutations.iter().enumerate() {
-            let (patch_type, source, field) = match m.patch_type {
-                OwnPatchType::ApplyConfiguration => {
-                    (PatchType::ApplyConfiguration, &m.apply_configuration, "applyConfiguration")
-                }
-                OwnPatchType::JsonPatch => (PatchType::JsonPatch, &m.json_patch, "jsonPatch"),
-                OwnPatchType::JsonMergePatch => (PatchType::JsonMergePatch, &m.json_merge_patch, "jsonMergePatch"),
+            let (source, field) = match m.patch_type {
+                PatchType::ApplyConfiguration => (&m.apply_configuration, "applyConfiguration"),
+                PatchType::JsonPatch => (&m.json_patch, "jsonPatch"),
+                PatchType::JsonMergePatch => (&m.json_merge_patch, "jsonMergePatch"),
             };
             let set =
                 [&m.apply_configuration, &m.json_patch, &m.json_merge_patch].iter().filter(|e| e.is_some()).count();
@@ -141,24 +109,24 @@ impl CelMutation {
                 let why = "Required value, and no expression of another patch type".to_owned();
                 return Err(fail(Problem::Invalid { field, why }));
             };
-            mutations.push((patch_type, source.expression.as_str(), field));
+            mutations.push((m.patch_type, source.expression.as_str(), field));
         }
         let parts = Parts {
+            policy: self.name.clone(),
+            binding: String::new(),
+            // What the webhook configuration sends.
+            matching: None,
+            params: None,
             conditions: &self.match_conditions,
             variables: &self.variables,
             mutations,
-            failure_policy: self.failure_policy.map(|f| match f {
-                FailurePolicyName::Fail => "Fail",
-                FailurePolicyName::Ignore => "Ignore",
-            }),
+            failure: self.failure_policy,
+            // The webhook configuration's reinvocationPolicy applies.
+            reinvoke: false,
+            atomics: self.atomic_fields,
             field_prefix: "",
         };
-        let mut compiled = parts.compile(cost_limit).map_err(fail)?;
-        compiled.policy = self.name.clone();
-        compiled.atomics = match self.atomic_fields {
-            AtomicFields::Replace => Atomics::Replace,
-            AtomicFields::Refuse => Atomics::Refuse,
-        };
+        let compiled = parts.compile(cost_limit).map_err(fail)?;
         Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled) })
     }
 }
