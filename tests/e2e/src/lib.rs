@@ -204,6 +204,26 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// What the API server would store for `object` in namespace `ns` (a
+/// server-side dry run through kubectl, so with every admission plugin and
+/// webhook in force there), without the fields that differ by creation
+/// alone; or its refusal, as kubectl prints it.
+pub fn stored_dry_run(object: &serde_json::Value, ns: &str) -> Result<serde_json::Value, String> {
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = ns.into();
+    let out = cluster().kubectl_stdin(&["create", "--dry-run=server", "-o", "json", "-f", "-"], &object.to_string());
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    let mut stored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("kubectl prints JSON");
+    if let Some(metadata) = stored["metadata"].as_object_mut() {
+        for field in ["uid", "creationTimestamp", "managedFields", "resourceVersion", "generation", "namespace"] {
+            metadata.remove(field);
+        }
+    }
+    Ok(stored)
+}
+
 /// The CREATE AdmissionReview the API server would send for ConfigMap
 /// `object` (namespace and name from its metadata, a fresh uid).
 pub fn config_map_review(object: serde_json::Value) -> serde_json::Value {

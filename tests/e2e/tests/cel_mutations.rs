@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, eventually, ok, repo, unique};
+use portcullis_e2e::{cluster, eventually, ok, repo, stored_dry_run, unique};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -23,19 +23,10 @@ fn pod(name: &str) -> Value {
     })
 }
 
-/// Creates `object` in `ns` (for real, or as a server-side dry run) and
-/// returns the stored object, or the API server's refusal.
-fn create(object: &Value, ns: &str, dry_run: bool) -> Result<Value, String> {
-    let mut args = vec!["create", "-n", ns, "-o", "json", "-f", "-"];
-    if dry_run {
-        args.push("--dry-run=server");
-    }
-    let out = cluster().kubectl_stdin(&args, &object.to_string());
-    if out.status.success() {
-        Ok(serde_json::from_slice(&out.stdout).expect("kubectl prints JSON"))
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
-    }
+/// Creates `object` in `ns` and returns the stored object.
+fn create(object: &Value, ns: &str) -> Value {
+    let out = cluster().kubectl_stdin(&["create", "-n", ns, "-o", "json", "-f", "-"], &object.to_string());
+    serde_json::from_str(&ok(out)).expect("kubectl prints JSON")
 }
 
 /// A MutatingAdmissionPolicy on pod creates with one ApplyConfiguration
@@ -80,11 +71,11 @@ async fn the_injectors_cel_mutations_do_what_a_native_map_refuses() {
     namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
     let _registered = injector.registration(&ns, "Fail").apply(&client).await;
     eventually("the injector is in use", WAIT, || {
-        create(&pod("probe"), &ns, true).ok().filter(|p| p["metadata"]["labels"]["team"] == "unassigned")
+        stored_dry_run(&pod("probe"), &ns).ok().filter(|p| p["metadata"]["labels"]["team"] == "unassigned")
     })
     .await;
 
-    let stored = create(&pod("web"), &ns, false).expect("the pod is created");
+    let stored = create(&pod("web"), &ns);
     let names: Vec<&str> =
         stored["spec"]["containers"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect();
     assert_eq!(names, ["web", "proxy"], "debug removed, the sidecar injected");
@@ -109,22 +100,10 @@ async fn the_injectors_cel_mutations_do_what_a_native_map_refuses() {
         r#"Object{spec: Object.spec{containers: [Object.spec.containers{name: "web", args: ["--log-level", "debug"]}]}}"#,
     );
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &yaml));
-    let refusal = eventually("the API server applies the MAP", WAIT, || create(&pod("web"), &map_ns, true).err()).await;
+    let refusal =
+        eventually("the API server applies the MAP", WAIT, || stored_dry_run(&pod("web"), &map_ns).err()).await;
     ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
     assert!(refusal.contains("may not mutate atomic arrays, maps or structs: .spec.containers[0].args"), "{refusal}");
-}
-
-/// What the API server stored (dry run) with what differs by creation
-/// alone removed, or its refusal.
-fn stored(object: &Value, ns: &str) -> Result<Value, String> {
-    let mut object = object.clone();
-    object["metadata"]["namespace"] = json!(ns);
-    let mut stored = create(&object, ns, true)?;
-    let metadata = stored["metadata"].as_object_mut().expect("an object has metadata");
-    for field in ["uid", "creationTimestamp", "managedFields", "resourceVersion", "generation", "namespace"] {
-        metadata.remove(field);
-    }
-    Ok(stored)
 }
 
 #[tokio::test]
@@ -154,7 +133,7 @@ async fn a_map_reinvoked_after_the_injector_changed_the_pod_gives_what_mutate_gi
         containers.truncate(1);
     }
     let theirs = eventually("the MAP and the injector are in use", WAIT, || {
-        stored(&object, &ns).ok().filter(|p| {
+        stored_dry_run(&object, &ns).ok().filter(|p| {
             p["metadata"]["labels"]["containers"].is_string() && p["metadata"]["labels"]["team"].is_string()
         })
     })
@@ -163,7 +142,7 @@ async fn a_map_reinvoked_after_the_injector_changed_the_pod_gives_what_mutate_gi
 
     // The same through `mutate --policy --config` on the pod as admitted
     // without either, stored where neither applies.
-    let admitted = stored(&object, &plain).expect("valid without the MAP and the webhook");
+    let admitted = stored_dry_run(&object, &plain).expect("valid without the MAP and the webhook");
     let dir = tempfile::tempdir().expect("a test step");
     let namespace_doc = json!({"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/map": ns}}});
@@ -182,7 +161,7 @@ async fn a_map_reinvoked_after_the_injector_changed_the_pod_gives_what_mutate_gi
         .expect("a test step");
     assert!(out.status.success(), "mutate failed: {}", String::from_utf8_lossy(&out.stderr));
     let mutated: Value = serde_yaml::from_slice(&out.stdout).expect("mutate prints YAML");
-    let ours = stored(&mutated, &plain).expect("the mutated pod is valid");
+    let ours = stored_dry_run(&mutated, &plain).expect("the mutated pod is valid");
     ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));
     assert_eq!(ours, theirs, "mutate and the API server differ");
 }

@@ -3,7 +3,8 @@
 //! objects given as manifests (`mutate --params`). Of several objects
 //! found, the API server applies the policy with one of them (in our runs
 //! not always the same); `mutate` takes the first by namespace and name
-//! whose match conditions hold.
+//! whose match conditions hold. `native_mutations.rs` compares a parameter
+//! by name with the API server; selectors are tested here.
 
 use k8s_openapi::api::admissionregistration::v1::{ParamKind, ParamRef};
 use portcullis_admission::json;
@@ -112,4 +113,58 @@ fn namespace(object: &Value) -> Option<&str> {
 
 fn name(object: &Value) -> Option<&str> {
     object.pointer("/metadata/name").and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(reference: Value) -> ParamSpec {
+        let kind = ParamKind { api_version: Some("v1".into()), kind: Some("ConfigMap".into()) };
+        let reference: ParamRef = serde_json::from_value(reference).expect("a paramRef");
+        ParamSpec::new(Some(&kind), Some(&reference)).expect("valid").expect("a kind")
+    }
+
+    fn config_map(namespace: &str, name: &str, labels: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"namespace": namespace, "name": name, "labels": labels}})
+    }
+
+    fn names(found: &[&Value]) -> Vec<String> {
+        found.iter().filter_map(|o| name(o)).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_selector_picks_by_label_in_the_requests_namespace_in_name_order() {
+        let objects = [
+            config_map("team-a", "b", json!({"pick": "yes"})),
+            config_map("team-a", "a", json!({"pick": "yes"})),
+            config_map("team-a", "c", json!({"pick": "no"})),
+            config_map("team-b", "d", json!({"pick": "yes"})),
+        ];
+        let by_label = spec(json!({"selector": {"matchLabels": {"pick": "yes"}}, "parameterNotFoundAction": "Allow"}));
+        assert_eq!(names(&by_label.collect(&objects, "team-a").expect("found")), ["a", "b"]);
+        assert_eq!(names(&by_label.collect(&objects, "team-c").expect("none, allowed")), Vec::<String>::new());
+        let elsewhere = spec(json!({"name": "d", "namespace": "team-b", "parameterNotFoundAction": "Deny"}));
+        assert_eq!(names(&elsewhere.collect(&objects, "team-a").expect("found")), ["d"]);
+        let missing = spec(json!({"name": "x", "parameterNotFoundAction": "Deny"}));
+        let said = missing.collect(&objects, "team-a").expect_err("denied");
+        assert!(said.contains("no params found for policy binding with `Deny` parameterNotFoundAction"), "{said}");
+        assert!(by_label.collect(&objects, "").is_err(), "a cluster-scoped request has no namespace to read");
+    }
+
+    #[test]
+    fn a_reference_needs_one_of_name_and_selector_and_an_action() {
+        let kind = ParamKind { api_version: Some("v1".into()), kind: Some("ConfigMap".into()) };
+        let check = |r: Value| {
+            let reference: ParamRef = serde_json::from_value(r).expect("a paramRef");
+            ParamSpec::new(Some(&kind), Some(&reference))
+        };
+        assert!(check(json!({"name": "a", "selector": {}, "parameterNotFoundAction": "Deny"})).is_err());
+        assert!(check(json!({"parameterNotFoundAction": "Deny"})).is_err());
+        assert!(check(json!({"name": "a"})).is_err());
+        assert!(ParamSpec::new(Some(&kind), None).is_err());
+        assert!(ParamSpec::new(None, None).is_ok_and(|s| s.is_none()));
+    }
 }
