@@ -348,6 +348,17 @@ spec:
     }
 
     #[test]
+    fn the_default_cel_bounds_are_the_flags_defaults() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[clap(flatten)]
+            cel: CelArgs,
+        }
+        let flags = <Flags as clap::Parser>::parse_from(["injector"]);
+        assert_eq!(CelBounds::from_args(&flags.cel), CelBounds::default());
+    }
+
+    #[test]
     fn empty_documents_are_skipped() {
         let config = load("---\n---\n").expect("valid");
         assert_eq!(config, Config::default());

@@ -196,7 +196,8 @@ fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
     assert_eq!(denied.response["response"]["allowed"], false);
     let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("mutation \"costly\" failed"), "{message}");
-    assert!(message.contains("limit"), "{message}");
+    assert!(message.contains("CEL evaluation exceeded its cost budget"), "{message}");
+    assert!(message.contains("--cel-per-call-limit") || message.contains("--cel-policy-budget"), "{message}");
     // Within the default budget it runs.
     let injector = Injector::new(load(&config).expect("loads"));
     let admitted = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
