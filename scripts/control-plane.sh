@@ -224,12 +224,16 @@ TR
 
   # kube-controller-manager runs with one identity (no per-controller
   # ServiceAccounts here): give it the CSR signing controller's role, as
-  # system:controller:certificate-controller has in a kubeadm cluster, and
-  # the ClusterRole aggregation controller's (it writes admin/edit/view).
+  # system:controller:certificate-controller has in a kubeadm cluster, the
+  # ClusterRole aggregation controller's (it writes admin/edit/view), and
+  # the garbage collector's (it deletes what owner references tie to a
+  # deleted owner, of any kind: the generated admission policies).
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-csr-signing \
     --clusterrole=system:controller:certificate-controller --user=system:kube-controller-manager >/dev/null
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-clusterrole-aggregation \
     --clusterrole=system:controller:clusterrole-aggregation-controller --user=system:kube-controller-manager >/dev/null
+  "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-garbage-collector \
+    --clusterrole=system:controller:generic-garbage-collector --user=system:kube-controller-manager >/dev/null
   log "starting kube-controller-manager (CSR signing, namespace cleanup, garbage collection, role aggregation)"
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
     --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \

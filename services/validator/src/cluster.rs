@@ -82,8 +82,24 @@ impl Catalogs {
     /// yet listed (not yet judged as it will be: not reported in force), or
     /// cluster-scoped for a namespaced policy (left out: it would read
     /// beyond its namespace).
-    pub fn set(&self, params: Option<&WatchedParams>) -> (PolicySet, Vec<Remark>) {
-        let cluster = self.policies.in_force().into_iter().map(|(key, p)| (self.policies.kind(), key, p));
+    ///
+    /// For the webhook, the policies the API server enforces itself (pushed
+    /// down, [`crate::pushdown`]) are left out; the audit judges them all.
+    pub fn set(&self, params: Option<&WatchedParams>, reader: Reader) -> (PolicySet, Vec<Remark>) {
+        let delegated = match reader {
+            Reader::Webhook => self.policies.delegated(),
+            Reader::Audit => Default::default(),
+        };
+        if !delegated.is_empty() {
+            let names: Vec<&str> = delegated.iter().map(|k| k.name.as_str()).collect();
+            tracing::info!(policies = ?names, "enforced by the API server itself: left to it");
+        }
+        let cluster = self
+            .policies
+            .in_force()
+            .into_iter()
+            .filter(|(key, _)| !delegated.contains(key))
+            .map(|(key, p)| (self.policies.kind(), key, p));
         let namespaced = self.namespaced.in_force().into_iter().map(|(key, p)| (self.namespaced.kind(), key, p));
         let mut remarks = Vec::new();
         let mut policies = Vec::new();
@@ -105,6 +121,16 @@ impl Catalogs {
         let exceptions = self.exceptions.in_force().into_iter().map(|(_, e)| e);
         (PolicySet::assemble(policies, exceptions.collect()), remarks)
     }
+}
+
+/// Who reads the set: the webhook, which leaves the pushed-down policies
+/// to the API server, or the audit, which judges them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The admission webhook.
+    Webhook,
+    /// The audit of stored objects.
+    Audit,
 }
 
 /// What a policy's status must say of its `paramKind`, and whether the

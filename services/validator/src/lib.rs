@@ -32,6 +32,7 @@ pub mod offline;
 pub mod params;
 pub mod pods;
 pub mod policy;
+pub mod pushdown;
 pub mod resources;
 pub mod rules;
 pub mod serve;

@@ -182,6 +182,29 @@ pub enum FailurePolicy {
     Ignore,
 }
 
+/// Who enforces a `ValidatorPolicy` in a cluster (ADR 0009). Files, and
+/// `check`, ignore it: offline, `vap` prints the pair to apply by hand.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum Enforcement {
+    /// The webhook, always.
+    #[default]
+    Webhook,
+    /// The API server, through a generated ValidatingAdmissionPolicy and
+    /// binding, when the policy can be pushed down; else the webhook, and
+    /// a Warning Event says why.
+    InProcess,
+    /// The API server when the policy can be pushed down, else the webhook;
+    /// the status says which and why.
+    Auto,
+}
+
+impl Enforcement {
+    /// Whether this is the default, `Webhook`.
+    pub fn is_webhook(&self) -> bool {
+        *self == Self::Webhook
+    }
+}
+
 /// What a `ValidatorPolicy` or `NamespacedValidatorPolicy` says: which
 /// requests it judges, by which rules, and what it does with what it
 /// finds. A policy needs built-in `rules` or CEL `validations`, or both.
@@ -228,6 +251,13 @@ pub struct PolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::resources::schema::param_ref")]
     pub param_ref: Option<serde_json::Value>,
+    /// Who enforces the policy in a cluster: `Webhook` (the default);
+    /// `InProcess` or `Auto`: the API server itself, through a generated
+    /// ValidatingAdmissionPolicy and binding, when nothing in the policy
+    /// needs the webhook (`status.enforcedBy` says which, and why). A
+    /// NamespacedValidatorPolicy is always enforced by the webhook.
+    #[serde(default, skip_serializing_if = "Enforcement::is_webhook")]
+    pub enforcement: Enforcement,
 }
 
 /// A checked, compiled policy.

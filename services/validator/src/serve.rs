@@ -11,7 +11,7 @@ use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::cli::{PolicyArgs, Serve};
-use crate::cluster::Catalogs;
+use crate::cluster::{Catalogs, Reader};
 use crate::evaluate::{NamespaceLabels, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
@@ -139,7 +139,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
             }
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
-                let (set, remarks) = swap_catalogs.set(params.as_deref());
+                let (set, remarks) = swap_catalogs.set(params.as_deref(), Reader::Webhook);
                 log_policies("policies in force", &set);
                 if let Some(params) = &params {
                     params.watch(set.param_kinds());
@@ -153,6 +153,22 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
                 args.resources.pod_name.clone(),
                 args.resources.pod_uid.clone(),
             );
+            let pushdown = portcullis_lease::Election::new(
+                args.policy.portcullis_namespace.clone(),
+                "portcullis-validator-pushdown".into(),
+                args.resources.pod_name.clone(),
+                "pushing policies down to the API server",
+            );
+            let settings = crate::pushdown::Settings {
+                namespace: args.policy.portcullis_namespace.clone(),
+                system_namespaces: crate::policy::system_namespaces(&args.policy.portcullis_namespace),
+                cost_limit: args.policy.cel_cost_limit,
+                instance: args.resources.pod_name.clone(),
+            };
+            let pushdown_client = client.clone();
+            tokio::spawn(pushdown.run(client.clone(), shutdown.clone(), move |leading| {
+                crate::pushdown::run(pushdown_client.clone(), settings.clone(), leading)
+            }));
             let loader = Loader::start(
                 client,
                 identity,

@@ -96,8 +96,13 @@ fn the_crd_schemas_are_structural_and_described() {
             assert_eq!(spec["required"], json!(["policies", "reason"]));
             assert_eq!(spec["properties"]["policies"]["minItems"], json!(1));
             assert_eq!(spec["properties"]["reason"]["minLength"], json!(1));
+        } else if kind == "ValidatorPolicy" {
+            assert_eq!(columns, ["Action", "Ready", "Reason", "Enforced-By", "Age"]);
+            assert_eq!(spec["properties"]["enforcement"]["enum"], json!(["Webhook", "InProcess", "Auto"]));
         } else {
             assert_eq!(columns, ["Action", "Ready", "Reason", "Age"]);
+        }
+        if kind != "PolicyException" {
             assert_eq!(spec["properties"]["action"]["enum"], json!(["Deny", "Warn", "Audit"]));
             assert_eq!(spec["properties"]["action"]["default"], json!("Deny"));
             let validation = &spec["properties"]["validations"]["items"];

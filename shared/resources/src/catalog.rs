@@ -161,10 +161,13 @@ where
                     }
                     Some(Ok(Event::Apply(object))) => {
                         let (key, entry, compiled) = catalog.load(&object, &compile, status_of).await;
-                        catalog.lock().insert(key, entry);
-                        // A status write changes nothing in force: no swap,
-                        // no report (else every status write would cause one).
-                        if compiled {
+                        let enforcer = entry.status.as_ref().and_then(|s| s.enforced_by.clone());
+                        let previous = catalog.lock().insert(key, entry);
+                        let moved = previous.and_then(|p| p.status.and_then(|s| s.enforced_by)) != enforcer;
+                        // A status write changes nothing in force (no swap,
+                        // no report, else every status write would cause
+                        // one), but for a change of who enforces it.
+                        if compiled || moved {
                             changed.notify_one();
                         }
                     }
@@ -183,6 +186,19 @@ where
         self.lock()
             .iter()
             .filter_map(|(key, entry)| entry.enforced.as_ref().map(|(_, c)| (key.clone(), c.clone())))
+            .collect()
+    }
+
+    /// The objects whose generation in force here the API server enforces
+    /// itself ([`ResourceStatus::delegates`]): a webhook leaves them out
+    /// of its set, an audit does not.
+    pub fn delegated(&self) -> std::collections::BTreeSet<Key> {
+        self.lock()
+            .iter()
+            .filter(|(_, e)| {
+                e.enforced.as_ref().is_some_and(|(g, _)| e.status.as_ref().is_some_and(|s| s.delegates(*g)))
+            })
+            .map(|(key, _)| key.clone())
             .collect()
     }
 

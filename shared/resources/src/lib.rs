@@ -26,7 +26,7 @@ pub use catalog::{Catalog, Key, WatchedKind};
 pub use metrics::ResourceMetrics;
 pub use replica::{Identity, WebhookReplica};
 pub use run::{Loader, Remark, Swap, follow};
-pub use status::{Refusal, ResourceStatus};
+pub use status::{EnforcedBy, Path, Refusal, ResourceStatus};
 
 /// The API group of every Portcullis kind.
 pub const GROUP: &str = "portcullis.dev";

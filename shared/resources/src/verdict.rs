@@ -78,6 +78,7 @@ pub fn desired(object: &ObjectState, views: &[View<'_>], now: Timestamp) -> Reso
         }],
         enforced_generation: enforced,
         replicas: Some(replicas),
+        enforced_by: None,
     }
 }
 
@@ -85,6 +86,8 @@ pub fn desired(object: &ObjectState, views: &[View<'_>], now: Timestamp) -> Reso
 pub fn same(a: &ResourceStatus, b: &ResourceStatus) -> bool {
     let strip = |s: &ResourceStatus| {
         let mut s = s.clone();
+        // Not the status writer's to write.
+        s.enforced_by = None;
         s.conditions.iter_mut().for_each(|c| c.last_transition_time = Time(Timestamp::UNIX_EPOCH));
         s
     };

@@ -173,6 +173,22 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         assert!(can_i(&account, "update", &lease, &own), "{webhook}: its status Lease");
         assert!(!can_i(&account, "update", "leases.coordination.k8s.io/portcullis-cert-manager", &own), "{webhook}");
     }
+    // The validator pushes policies down: it writes admission policies and
+    // their bindings, and probes them with dry-run ConfigMaps it cannot read.
+    let own = ["-n", "portcullis-system"];
+    for resource in ["validatingadmissionpolicies", "validatingadmissionpolicybindings"] {
+        let resource = format!("{resource}.admissionregistration.k8s.io");
+        for verb in ["watch", "create", "patch", "delete"] {
+            assert!(can_i("portcullis-validator", verb, &resource, &[]), "validator: {verb} {resource}");
+        }
+        assert!(!can_i("portcullis-injector", "create", &resource, &[]), "injector: create {resource}");
+    }
+    assert!(can_i("portcullis-validator", "update", "leases.coordination.k8s.io/portcullis-validator-pushdown", &own));
+    assert!(can_i("portcullis-validator", "create", "configmaps", &own), "validator: the probe");
+    for verb in ["get", "list"] {
+        assert!(!can_i("portcullis-validator", verb, "configmaps", &own), "validator must not {verb} configmaps");
+    }
+    assert!(!can_i("portcullis-validator", "create", "configmaps", &["-n", "shop"]), "probes elsewhere");
     // The webhooks' projected token is for the cert-manager's audience.
     let rendered = render("prod");
     assert!(rendered.contains("audience: portcullis-cert-manager"), "projected token for the cert-manager");

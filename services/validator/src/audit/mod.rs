@@ -24,7 +24,7 @@ use portcullis_server::{Metrics, admin, shutdown_signal, watch};
 use tokio::net::TcpListener;
 
 use crate::cli::Audit;
-use crate::cluster::Catalogs;
+use crate::cluster::{Catalogs, Reader};
 use crate::namespaces::WatchedNamespaces;
 use crate::native::watched::WatchedNatives;
 use crate::params::WatchedParams;
@@ -69,9 +69,9 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {
                 match &natives {
-                    None => update(swap_catalogs.set(None).0),
+                    None => update(swap_catalogs.set(None, Reader::Audit).0),
                     Some(natives) if natives.is_synced() => {
-                        update(swap_catalogs.set(None).0.with_natives(natives.compile()))
+                        update(swap_catalogs.set(None, Reader::Audit).0.with_natives(natives.compile()))
                     }
                     Some(_) => {} // not all listed yet: the next change swaps
                 }

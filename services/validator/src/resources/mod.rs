@@ -48,6 +48,7 @@ const NEEDS_RULES_OR_VALIDATIONS: &str = "spec: a policy needs rules or validati
     printcolumn(name = "Action", type_ = "string", json_path = ".spec.action"),
     printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].reason"),
+    printcolumn(name = "Enforced-By", type_ = "string", json_path = ".status.enforcedBy.path"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new(HAS_RULES_OR_VALIDATIONS).message(NEEDS_RULES_OR_VALIDATIONS),
 )]
@@ -79,6 +80,8 @@ pub struct ValidatorPolicySpec(pub PolicySpec);
     validation = Rule::new(
         "!has(self.spec.match) || !has(self.spec.match.includeSystemNamespaces) || !self.spec.match.includeSystemNamespaces"
     ).message("spec.match.includeSystemNamespaces: a NamespacedValidatorPolicy applies only in its own namespace"),
+    validation = Rule::new("!has(self.spec.enforcement) || self.spec.enforcement == 'Webhook'")
+        .message("spec.enforcement: a NamespacedValidatorPolicy is enforced by the webhook"),
 )]
 #[serde(transparent)]
 pub struct NamespacedValidatorPolicySpec(pub PolicySpec);
