@@ -171,4 +171,29 @@ mod tests {
         assert_eq!(again, first);
         assert!(same(&again, &first));
     }
+
+    /// The push-down controller's field is not the status writer's: seen on
+    /// the object, it is no reason to write, and the writer never writes it.
+    #[test]
+    fn who_enforces_is_not_the_status_writers() {
+        use crate::status::{EnforcedBy, Path};
+        let a = held(2, Some(2), None);
+        let views = [View { replica: "a", held: Some(&a) }];
+        let mut seen = object(2);
+        let mut status = desired(&seen, &views, Timestamp::now());
+        status.enforced_by = Some(EnforcedBy {
+            path: Path::ApiServer,
+            observed_generation: 2,
+            reason: "PushedDown".into(),
+            message: "ValidatingAdmissionPolicy portcullis.p and its binding".into(),
+        });
+        seen.status = Some(status.clone());
+        let desired = desired(&seen, &views, Timestamp::now());
+        assert_eq!(desired.enforced_by, None);
+        assert!(same(&status, &desired));
+        assert!(serde_json::to_value(&desired).expect("json").get("enforcedBy").is_none());
+        assert!(status.delegates(2) && !status.delegates(3), "only the generation the API server was proven to hold");
+        status.enforced_by.as_mut().expect("set").path = Path::Webhook;
+        assert!(!status.delegates(2));
+    }
 }
