@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// Every kind with a pod spec: the kind, the path that names the spec in
 /// messages, and where it is.
-const POD_SPECS: [(&str, &str, &[&str]); 8] = [
+pub(crate) const POD_SPECS: [(&str, &str, &[&str]); 8] = [
     ("Pod", "spec", &["spec"]),
     ("Deployment", "spec.template.spec", &["spec", "template", "spec"]),
     ("StatefulSet", "spec.template.spec", &["spec", "template", "spec"]),

@@ -276,14 +276,69 @@ spec: {policyName: image-matches-namespace-environment.policy.example.com, valid
 /// webhook's first finding.
 #[tokio::test]
 async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
-    let client = cluster().client().await;
     let ns = unique("builtin");
-    namespace(&client, &ns, &[("e2e.portcullis.dev/example", &ns)]).await;
+    let rules = "requiredLabels: {app: \"r[0-9]+|foreign.*\"}\n    replicas: {min: 1, max: 6}";
+    pushed_down_matches_the_webhook(
+        &ns,
+        "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]",
+        rules,
+        &corpus(&ns),
+    )
+    .await;
+}
+
+/// The resource rule pushed down: the API server's denial is the webhook's
+/// first finding (init containers first; requests, then limits), for
+/// Deployments and Pods.
+#[tokio::test]
+async fn resource_rules_pushed_down_deny_what_the_webhook_denies() {
+    let ns = unique("resources");
+    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
+                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
+    let rules = "resources: {requests: [cpu, memory], limits: [memory]}";
+    let full = json!({"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}});
+    let container = |name: &str, resources: Value| json!({"name": name, "image": "registry.example.com/web:1", "resources": resources});
+    let mut corpus = Vec::new();
+    let specs = [
+        ("all-set", json!({"containers": [container("web", full.clone())]})),
+        ("none-set", json!({"containers": [container("web", json!({}))]})),
+        (
+            "second-lacks",
+            json!({"containers": [container("web", full.clone()), container("side", json!({"requests": {"cpu": "1"}}))]}),
+        ),
+        (
+            "init-lacks",
+            json!({"initContainers": [container("init", json!({"limits": {"memory": "1Mi"}}))], "containers": [container("web", json!({}))]}),
+        ),
+        (
+            "init-set",
+            json!({"initContainers": [container("init", full.clone())], "containers": [container("web", json!({"requests": {"cpu": "1", "memory": "1Mi"}}))]}),
+        ),
+        ("limits-only", json!({"containers": [container("web", json!({"limits": {"memory": "1Mi", "cpu": "1"}}))]})),
+    ];
+    for (name, spec) in &specs {
+        let mut deployment = deployment(&ns, name, 1, &[], true, false);
+        deployment["spec"]["template"]["spec"] = spec.clone();
+        corpus.push(deployment);
+        // The API server defaults a Pod's missing requests to its limits
+        // (not a template's): `check` reads the manifest as written.
+        if !["init-lacks", "limits-only"].contains(name) {
+            corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{name}"), "namespace": ns}, "spec": spec}));
+        }
+    }
+    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+}
+
+/// Pushes a policy with `rules` for `resources` in namespace `ns` down with
+/// `vap`, and compares the API server's denial of each object of `corpus`
+/// (server-side dry run) with the webhook's first finding (`check`).
+async fn pushed_down_matches_the_webhook(ns: &str, resources: &str, rules: &str, corpus: &[Value]) {
+    let client = cluster().client().await;
+    namespace(&client, ns, &[("e2e.portcullis.dev/example", ns)]).await;
     let policy = format!(
         "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: {ns}}}\nspec:\n  match:\n    \
-         resources: [{{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}}]\n    \
-         namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/example: {ns}}}}}\n  rules:\n    \
-         requiredLabels: {{app: \"r[0-9]+|foreign.*\"}}\n    replicas: {{min: 1, max: 6}}\n"
+         resources: {resources}\n    \
+         namespaceSelector: {{matchLabels: {{e2e.portcullis.dev/example: {ns}}}}}\n  rules:\n    {rules}\n"
     );
     let dir = tempfile::tempdir().expect("a temporary directory");
     let file = dir.path().join("policy.yaml");
@@ -295,8 +350,11 @@ async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
         .output()
         .expect("running vap");
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &ok(generated)));
-    let corpus = corpus(&ns);
-    eventually("the API server enforces the pushed-down policy", MINUTE, || api_server(&corpus[0]).denied).await;
+    let probe = corpus.iter().find(|o| o["kind"] == "Deployment").expect("a Deployment to wait with");
+    let mut wait_with = probe.clone();
+    wait_with["metadata"]["labels"] = json!({"wait": "unlabelled"});
+    wait_with["spec"]["template"]["spec"]["containers"] = json!([{"name": "w", "image": "w"}]);
+    eventually("the API server enforces the pushed-down policy", MINUTE, || api_server(&wait_with).denied).await;
     // The webhook's words: `[NAME] Deployment NS/OBJECT: MESSAGE`.
     let checked = Command::new(binaries().join("portcullis-validator"))
         .arg("check")
@@ -311,7 +369,7 @@ async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
             use std::io::Write as _;
             let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                                    "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/example": ns}}});
-            let items: Vec<&Value> = std::iter::once(&namespace).chain(&corpus).collect();
+            let items: Vec<&Value> = std::iter::once(&namespace).chain(corpus).collect();
             let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
             child.stdin.take().expect("stdin").write_all(list.to_string().as_bytes())?;
             child.wait_with_output()
@@ -319,11 +377,12 @@ async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
         .expect("running check");
     let stdout = String::from_utf8_lossy(&checked.stdout).into_owned();
     let (mut denied, mut differences) = (0, Vec::new());
-    for object in &corpus {
+    for object in corpus {
         let name = object["metadata"]["name"].as_str().expect("a name");
-        let prefix = format!("  deny: [{ns}] Deployment {ns}/{name}: ");
+        let kind = object["kind"].as_str().expect("a kind");
+        let prefix = format!("  deny: [{ns}] {kind} {ns}/{name}: ");
         let ours = stdout
-            .split_once(&format!("Deployment {ns}/{name}: "))
+            .split_once(&format!("{kind} {ns}/{name}: "))
             .and_then(|(_, rest)| rest.lines().skip(1).take_while(|l| l.starts_with("  ")).next().map(str::to_owned))
             .and_then(|line| line.strip_prefix(&prefix).map(str::to_owned));
         let theirs = api_server(object).denied.map(|d| d.split_once("denied request: ").map(|(_, m)| m.to_owned()));
