@@ -329,6 +329,50 @@ async fn resource_rules_pushed_down_deny_what_the_webhook_denies() {
     pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
 }
 
+/// The image rule pushed down, with the resource rule after it: the API
+/// server's denial is the webhook's first finding, for references the
+/// container runtime reads in every form (short names, Docker Hub's
+/// aliases, ports, `localhost`, tags and digests, and some that are none).
+#[tokio::test]
+async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
+    let ns = unique("images");
+    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
+                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
+    let rules = "images: {allowedRegistries: [registry.example.com, docker.io], forbidLatest: true, requireDigest: true}\n    \
+                 resources: {requests: [cpu]}";
+    let pinned = "registry.example.com/web:1@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let images = [
+        pinned,
+        "nginx",
+        "nginx:latest",
+        "nginx:1.27",
+        "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        "quay.io/a:1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        "docker.io/library/nginx:1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        "index.docker.io/x/y:latest",
+        "localhost/app:dev",
+        "registry.example.com:5000/x:1",
+        "registry.example.com/web:latest@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        ":tag",
+        "registry.local/",
+    ];
+    let cpu = json!({"requests": {"cpu": "10m"}});
+    let mut corpus = Vec::new();
+    for (i, image) in images.iter().enumerate() {
+        let containers = json!([
+            {"name": "first", "image": pinned, "resources": if i % 3 == 0 { json!({}) } else { cpu.clone() }},
+            {"name": "second", "image": image, "resources": cpu},
+        ]);
+        let mut deployment = deployment(&ns, &format!("d{i}"), 1, &[], true, false);
+        deployment["spec"]["template"]["spec"] = json!({"containers": containers});
+        corpus.push(deployment);
+        corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}"), "namespace": ns},
+                           "spec": {"initContainers": [{"name": "init", "image": image, "resources": cpu}],
+                                    "containers": [{"name": "web", "image": pinned, "resources": cpu}]}}));
+    }
+    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+}
+
 /// Pushes a policy with `rules` for `resources` in namespace `ns` down with
 /// `vap`, and compares the API server's denial of each object of `corpus`
 /// (server-side dry run) with the webhook's first finding (`check`).

@@ -188,12 +188,12 @@ async fn policies_are_pushed_down_and_back_with_no_gap() {
     }
 
     // A policy that cannot go says why, and the webhook keeps it.
-    apply(&policy(&name, &case, "InProcess", "  rules:\n    images: {forbidLatest: true}\n"));
+    apply(&policy(&name, &case, "InProcess", "  rules:\n    podSecurity: {forbidPrivileged: true}\n"));
     let message = eventually("not pushable", WAIT, || {
         (get(&what, "{.status.enforcedBy.reason}") == "NotPushable").then(|| get(&what, "{.status.enforcedBy.message}"))
     })
     .await;
-    assert!(message.contains("spec.rules.images"), "{message}");
+    assert!(message.contains("spec.rules.podSecurity"), "{message}");
     assert_eq!(get(&what, "{.status.enforcedBy.path}"), "Webhook");
     let described = eventually("a Warning Event", WAIT, || {
         let out = ok(cluster().kubectl(&["describe", "validatorpolicy", &name]));

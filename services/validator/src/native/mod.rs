@@ -15,6 +15,7 @@
 
 pub mod builtin;
 pub mod generate;
+mod pods;
 pub mod watched;
 
 use std::collections::BTreeMap;

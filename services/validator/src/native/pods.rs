@@ -1,0 +1,170 @@
+//! The built-in rules on a pod's containers (`images`, `resources`) as the
+//! CEL a pushed-down policy carries. Variables find the pod spec of a Pod,
+//! a workload's template or a CronJob's job template (as
+//! [`crate::pods::pod_spec`] does) and its containers in the webhook's
+//! order; each rule is one validation whose message is the webhook's first
+//! finding for it. The place of the first offending container is found
+//! with `indexOf` only in the message, which is evaluated only when the
+//! check fails, so that the check itself stays linear in the containers.
+
+use k8s_openapi::api::admissionregistration::v1 as reg;
+
+use super::builtin::{Dynamic, lit, validation};
+use crate::pods::POD_SPECS;
+use crate::rules::{Images, Resources, Rules};
+
+const POD_SPEC: &str = "portcullisPodSpec";
+const POD_PATH: &str = "portcullisPodPath";
+const INIT: &str = "portcullisInitContainers";
+const REGULAR: &str = "portcullisContainers";
+const EPHEMERAL: &str = "portcullisEphemeralContainers";
+const BAD_IMAGES: &str = "portcullisBadImages";
+const LACKING: &str = "portcullisLackingResources";
+
+/// Characters Rust's `char::is_whitespace` takes for white space, as an
+/// RE2 class (whose `\s` lacks `\v`, U+0085 and the Unicode spaces).
+const WHITE_SPACE: &str = r"[\t\n\x0B\f\r\x{85}\p{Z}]";
+
+/// The variables and validations of the pod rules in `rules`, in the
+/// webhook's order (images, then resources).
+pub(super) fn as_cel(rules: &Rules) -> (Vec<reg::Variable>, Vec<reg::Validation>) {
+    let images = rules.images.as_ref().and_then(images);
+    let resources = rules.resources.as_ref().and_then(resources);
+    if images.is_none() && resources.is_none() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut variables = containers();
+    let mut validations = Vec::new();
+    for (variable, check) in [images, resources].into_iter().flatten() {
+        variables.push(variable);
+        validations.push(check);
+    }
+    (variables, validations)
+}
+
+/// The pod spec (or an empty map: `has()` guards every step, as the
+/// webhook finds no spec where a step is missing), where messages say it
+/// is, and its three lists of containers.
+fn containers() -> Vec<reg::Variable> {
+    let (mut spec, mut path) = ("{}".to_owned(), "''".to_owned());
+    for (kind, shown, at) in POD_SPECS.iter().rev() {
+        let guard: Vec<String> = (1..=at.len()).map(|depth| format!("has(object.{})", at[..depth].join("."))).collect();
+        let condition = format!("request.kind.kind == {} && {}", lit(kind), guard.join(" && "));
+        spec = format!("{condition} ? object.{} : {spec}", at.join("."));
+        path = format!("request.kind.kind == {} ? {} : {path}", lit(kind), lit(shown));
+    }
+    let pod = format!("variables.{POD_SPEC}");
+    let list = |field: &str| format!("has({pod}.{field}) ? {pod}.{field} : []");
+    let variable = |name: &str, expression: String| reg::Variable { name: name.into(), expression };
+    vec![
+        variable(POD_SPEC, spec),
+        variable(POD_PATH, path),
+        variable(INIT, list("initContainers")),
+        variable(REGULAR, list("containers")),
+        variable(EPHEMERAL, list("ephemeralContainers")),
+    ]
+}
+
+/// How the webhook names the container `c`, found at `i` in `lists`
+/// (joined): `spec.template.spec.containers[1] (side)`.
+fn named(c: &str, i: &str, lists: &[(&str, &str)]) -> String {
+    let mut place = String::new();
+    let mut before: Vec<String> = Vec::new();
+    for (n, (variable, field)) in lists.iter().enumerate() {
+        let offset = if before.is_empty() { String::new() } else { format!(" - ({})", before.join(" + ")) };
+        let here = format!("'.{field}[' + string({i}{offset})");
+        before.push(format!("size(variables.{variable})"));
+        place = if n + 1 == lists.len() {
+            format!("{place}{here}{}", ")".repeat(n))
+        } else {
+            format!("{place}{i} < {} ? {here} : (", before.join(" + "))
+        };
+    }
+    format!("variables.{POD_PATH} + ({place}) + '] (' + (has({c}.name) ? {c}.name : '?') + ')'")
+}
+
+/// The joined lists, as CEL.
+fn joined(lists: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = lists.iter().map(|(variable, _)| format!("variables.{variable}")).collect();
+    format!("({})", parts.join(" + "))
+}
+
+/// `spec.rules.resources`: the first init or regular container lacking a
+/// name, and the first name it lacks (requests, then limits, in order).
+fn resources(rule: &Resources) -> Option<(reg::Variable, reg::Validation)> {
+    let required: Vec<(&str, &str)> = [("requests", &rule.requests), ("limits", &rule.limits)]
+        .into_iter()
+        .flat_map(|(kind, names)| names.iter().map(move |n| (kind, n.as_str())))
+        .collect();
+    if required.is_empty() {
+        return None;
+    }
+    let lists = [(INIT, "initContainers"), (REGULAR, "containers")];
+    let has = |c: &str, (kind, name): (&str, &str)| {
+        format!("(has({c}.resources) && has({c}.resources.{kind}) && {} in {c}.resources.{kind})", lit(name))
+    };
+    let lacks_any = required.iter().map(|r| format!("!{}", has("c", *r))).collect::<Vec<_>>().join(" || ");
+    let lacking =
+        reg::Variable { name: LACKING.into(), expression: format!("{}.filter(c, {lacks_any})", joined(&lists)) };
+    let c = format!("variables.{LACKING}[0]");
+    let i = format!("{}.indexOf({c})", joined(&lists));
+    let mut lacked = "''".to_owned();
+    for r in required.iter().rev() {
+        lacked = format!("!{} ? {} : {lacked}", has(&c, *r), lit(&format!("resources.{}.{}", r.0, r.1)));
+    }
+    let message = format!("{} + ': ' + ({lacked}) + ' is required'", named(&c, &i, &lists));
+    Some((lacking, validation(&format!("size(variables.{LACKING}) == 0"), Dynamic(message))))
+}
+
+/// `spec.rules.images`, read as [`portcullis_admission::image::parse`]
+/// reads a reference: the first container (init, regular, ephemeral) whose
+/// image breaks the rule, and its first finding (not a reference, not from
+/// an allowed registry, latest or no tag, no digest).
+fn images(rule: &Images) -> Option<(reg::Variable, reg::Validation)> {
+    let t = "c.image";
+    // The repository: a last path segment without `:` before any `@`.
+    let valid = format!(
+        "({t} != '' && !{t}.matches({}) && {t}.matches({}))",
+        lit(WHITE_SPACE),
+        lit(r"^([^@]*/)?[^/:@]+(:[^/@]*)?(@.*)?$")
+    );
+    let first = format!("{t}.split('/')[0]");
+    let registry = format!(
+        "({t}.matches({}) ? ({first} == 'index.docker.io' ? 'docker.io' : {first}) : 'docker.io')",
+        lit(r"^([^/@]*[.:][^/@]*|localhost)/")
+    );
+    let tagged = format!("{t}.matches({})", lit(r"^([^@]*/)?[^/:@]+:"));
+    let latest = format!("{t}.matches({})", lit(r"^([^@]*/)?[^/:@]+:latest(@.*)?$"));
+    let digest = format!("{t}.contains('@')");
+    // Each finding: when it holds of `c.image`, and what the webhook says.
+    let mut findings: Vec<(String, String)> = Vec::new();
+    if !rule.allowed_registries.is_empty() {
+        let allowed: Vec<String> = rule.allowed_registries.iter().map(|r| lit(r)).collect();
+        let says = lit(&format!(" is not from an allowed registry ({})", rule.allowed_registries.join(", ")));
+        findings.push((format!("!({registry} in [{}])", allowed.join(", ")), format!("'image ' + {t} + {says}")));
+    }
+    if rule.forbid_latest {
+        findings.push((latest.clone(), format!("'image ' + {t} + ' uses the latest tag'")));
+        findings.push((format!("!{tagged} && !{digest}"), format!("'image ' + {t} + ' has no tag (it means latest)'")));
+    }
+    if rule.require_digest {
+        findings.push((format!("!{digest}"), format!("'image ' + {t} + ' is not pinned by digest (@sha256:...)'")));
+    }
+    let any = findings.iter().map(|(holds, _)| holds.as_str()).collect::<Vec<_>>().join(" || ");
+    let breaks = if any.is_empty() { format!("!{valid}") } else { format!("!{valid} || {any}") };
+    let lists = [(INIT, "initContainers"), (REGULAR, "containers"), (EPHEMERAL, "ephemeralContainers")];
+    let bad = reg::Variable {
+        name: BAD_IMAGES.into(),
+        expression: format!("{}.filter(c, has(c.image) && ({breaks}))", joined(&lists)),
+    };
+    let c = format!("variables.{BAD_IMAGES}[0]");
+    let on_c = |cel: &str| cel.replace("c.image", &format!("{c}.image"));
+    let mut said = format!("'image \"' + {c}.image + '\" is not a valid image reference'");
+    for (holds, says) in findings.iter().rev() {
+        said = format!("{} ? {} : {said}", on_c(holds), on_c(says));
+    }
+    said = format!("!{} ? 'image \"' + {c}.image + '\" is not a valid image reference' : {said}", on_c(&valid));
+    let i = format!("{}.indexOf({c})", joined(&lists));
+    let message = format!("{} + ': ' + ({said})", named(&c, &i, &lists));
+    Some((bad, validation(&format!("size(variables.{BAD_IMAGES}) == 0"), Dynamic(message))))
+}
