@@ -151,7 +151,7 @@ apiVersion: portcullis.dev/v1alpha1
 kind: ValidatorPolicy
 metadata: {name: pinned}
 spec:
-  match: {resources: [{apiGroups: [""], resources: [pods]}]}
+  match: {resources: [{apiGroups: [""], resources: [pods]}], operations: [CREATE, DELETE]}
   rules: {podSecurity: {forbidPrivileged: true}}
 ---
 apiVersion: portcullis.dev/v1alpha1
@@ -184,7 +184,7 @@ spec: {policies: [exempted], reason: migrating}
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stdout.contains("name: portcullis.team-label"), "{stdout}");
     assert!(!stdout.contains("portcullis.pinned") && !stdout.contains("portcullis.exempted"), "{stdout}");
-    assert!(stderr.contains("policy pinned: not pushed down: spec.rules.podSecurity:"), "{stderr}");
+    assert!(stderr.contains("policy pinned: not pushed down: spec.match.operations:"), "{stderr}");
     assert!(stderr.contains("policy exempted: not pushed down: PolicyException legacy:"), "{stderr}");
     assert!(stderr.contains("policy everything: not pushed down: spec.match.resources:"), "{stderr}");
 

@@ -373,6 +373,64 @@ async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
     pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
 }
 
+/// The pod security rule pushed down: host namespaces, hostPath volumes,
+/// privileged containers, added capabilities and runAsNonRoot (the
+/// container's or the pod's), in init and regular containers, the API
+/// server's denial the webhook's first finding.
+#[tokio::test]
+async fn pod_security_rules_pushed_down_deny_what_the_webhook_denies() {
+    let ns = unique("podsecurity");
+    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
+                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
+    let rules = "podSecurity: {forbidPrivileged: true, forbidHostNamespaces: true, forbidHostPath: true, \
+                 allowedCapabilities: [NET_BIND_SERVICE], requireRunAsNonRoot: true}";
+    let c = |name: &str, context: Value| json!({"name": name, "image": "registry.example.com/web:1", "securityContext": context});
+    let non_root = json!({"runAsNonRoot": true});
+    let host_path = json!([{"name": "e", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/"}}]);
+    let specs = [
+        ("clean", json!({"securityContext": non_root, "containers": [c("a", json!({}))]})),
+        (
+            "host-network",
+            json!({"hostNetwork": true, "hostIPC": true, "securityContext": non_root, "containers": [c("a", json!({}))]}),
+        ),
+        ("host-path", json!({"securityContext": non_root, "volumes": host_path, "containers": [c("a", json!({}))]})),
+        (
+            "privileged",
+            json!({"securityContext": non_root, "containers": [c("a", json!({})), c("b", json!({"privileged": true}))]}),
+        ),
+        (
+            "capabilities",
+            json!({"securityContext": non_root,
+            "containers": [c("a", json!({"capabilities": {"add": ["NET_BIND_SERVICE", "SYS_ADMIN", "NET_RAW"]}}))]}),
+        ),
+        (
+            "allowed-capability",
+            json!({"securityContext": non_root,
+            "containers": [c("a", json!({"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}}))]}),
+        ),
+        ("root", json!({"containers": [c("a", non_root.clone()), c("b", json!({}))]})),
+        ("root-override", json!({"securityContext": non_root, "containers": [c("a", json!({"runAsNonRoot": false}))]})),
+        (
+            "init",
+            json!({"securityContext": non_root, "initContainers": [c("i", json!({"privileged": true, "runAsNonRoot": false}))],
+            "containers": [c("a", json!({}))]}),
+        ),
+        (
+            "several",
+            json!({"hostPID": true, "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+            "containers": [c("a", json!({"privileged": true}))]}),
+        ),
+    ];
+    let mut corpus = Vec::new();
+    for (name, spec) in &specs {
+        let mut deployment = deployment(&ns, name, 1, &[], true, false);
+        deployment["spec"]["template"]["spec"] = spec.clone();
+        corpus.push(deployment);
+        corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{name}"), "namespace": ns}, "spec": spec}));
+    }
+    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+}
+
 /// Pushes a policy with `rules` for `resources` in namespace `ns` down with
 /// `vap`, and compares the API server's denial of each object of `corpus`
 /// (server-side dry run) with the webhook's first finding (`check`).
@@ -397,7 +455,8 @@ async fn pushed_down_matches_the_webhook(ns: &str, resources: &str, rules: &str,
     let probe = corpus.iter().find(|o| o["kind"] == "Deployment").expect("a Deployment to wait with");
     let mut wait_with = probe.clone();
     wait_with["metadata"]["labels"] = json!({"wait": "unlabelled"});
-    wait_with["spec"]["template"]["spec"]["containers"] = json!([{"name": "w", "image": "w"}]);
+    // Breaks every rule tested: no label, resources, tag, runAsNonRoot.
+    wait_with["spec"]["template"]["spec"] = json!({"containers": [{"name": "w", "image": "w"}]});
     eventually("the API server enforces the pushed-down policy", MINUTE, || api_server(&wait_with).denied).await;
     // The webhook's words: `[NAME] Deployment NS/OBJECT: MESSAGE`.
     let checked = Command::new(binaries().join("portcullis-validator"))

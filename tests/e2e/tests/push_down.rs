@@ -4,7 +4,8 @@
 //! API server itself denies, the webhook no longer judges the policy, and
 //! the policy's status and `kubectl get` say so; moved back and forth under
 //! continuous creates, no create that breaks the policy is ever admitted;
-//! a policy that cannot go says why; deleted, its pair goes with it.
+//! a policy that cannot go (an exception names it) says why; deleted, its
+//! pair goes with it.
 //!
 //! One test, run in order: every validator in a cluster reports to the
 //! same status writer and push-down controller.
@@ -187,20 +188,27 @@ async fn policies_are_pushed_down_and_back_with_no_gap() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    // A policy that cannot go says why, and the webhook keeps it.
-    apply(&policy(&name, &case, "InProcess", "  rules:\n    podSecurity: {forbidPrivileged: true}\n"));
+    // A policy that cannot go says why, and the webhook keeps it: an
+    // exception names it (the API server knows no exceptions).
+    apply(&format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: PolicyException\nmetadata: {{name: legacy, namespace: {case}}}\n\
+         spec: {{policies: [{name}], names: ['legacy-*'], reason: migrating}}\n"
+    ));
+    apply(&policy(&name, &case, "InProcess", ""));
     let message = eventually("not pushable", WAIT, || {
         (get(&what, "{.status.enforcedBy.reason}") == "NotPushable").then(|| get(&what, "{.status.enforcedBy.message}"))
     })
     .await;
-    assert!(message.contains("spec.rules.podSecurity"), "{message}");
+    assert!(message.contains(&format!("PolicyException {case}/legacy")), "{message}");
     assert_eq!(get(&what, "{.status.enforcedBy.path}"), "Webhook");
+    assert!(get(&format!("validatingadmissionpolicy/{vap}"), "{.metadata.name}").is_empty(), "no pair");
     let described = eventually("a Warning Event", WAIT, || {
         let out = ok(cluster().kubectl(&["describe", "validatorpolicy", &name]));
         out.contains("NotPushable").then_some(out)
     })
     .await;
     assert!(described.contains("Warning"), "{described}");
+    ok(cluster().kubectl(&["delete", "policyexception", "legacy", "-n", &case]));
 
     // Pushed down again, then deleted: the garbage collector takes the pair.
     apply(&policy(&name, &case, "Auto", ""));

@@ -1,8 +1,6 @@
 //! Built-in rules as the CEL a pushed-down policy carries: each check a
 //! validation with the webhook's message, in the webhook's order (labels,
-//! annotations, replicas, Services, then the pod rules of [`pods`]). Pod
-//! security, not yet expressed in CEL, keeps a policy in the webhook, and
-//! says so.
+//! annotations, replicas, Services, then the pod rules of [`pods`]).
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 
@@ -15,10 +13,6 @@ const REPLICAS: &str = "portcullisReplicas";
 
 /// The variables and validations that check `rules` as the webhook does.
 pub fn as_cel(rules: &Rules) -> Result<(Vec<reg::Variable>, Vec<reg::Validation>), NotPushable> {
-    if rules.pod_security.is_some() {
-        let why = "this built-in rule is not expressed in CEL yet";
-        return Err(NotPushable { field: "spec.rules.podSecurity".into(), why });
-    }
     let (mut variables, mut validations) = (Vec::new(), Vec::new());
     for (field, required) in [("labels", &rules.required_labels), ("annotations", &rules.required_annotations)] {
         let singular = &field[..field.len() - 1];

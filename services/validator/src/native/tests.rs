@@ -284,6 +284,94 @@ spec:
     }
 }
 
+/// `patch` merged into `target` as a JSON merge patch (null removes).
+fn merge(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(target), Some(patch)) => {
+            for (key, value) in patch {
+                if value.is_null() {
+                    target.remove(key);
+                } else {
+                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+/// The pod rules together (images, then resources, then pod security),
+/// pushed down: the pair compiles, and its denial is the webhook's first
+/// finding, for Pods and workloads, init and regular containers.
+#[test]
+fn pod_rules_pushed_down_say_what_the_webhook_says() {
+    let ours = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: pods}
+spec:
+  match:
+    resources: [{apiGroups: [apps], resources: [deployments]}, {apiGroups: [batch], resources: [cronjobs]}, {apiGroups: [""], resources: [pods]}]
+  rules:
+    images: {allowedRegistries: [registry.example.com], forbidLatest: true}
+    resources: {requests: [cpu], limits: [memory]}
+    podSecurity: {forbidPrivileged: true, forbidHostNamespaces: true, forbidHostPath: true, allowedCapabilities: [], requireRunAsNonRoot: true}
+"#;
+    let ours_set = load(ours).unwrap_or_else(|e| panic!("{e}"));
+    let native_set = pushed_down(ours);
+    let good = json!({"name": "web", "image": "registry.example.com/web:1",
+                      "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Mi"}}});
+    let with = |patch: Value| {
+        let mut c = good.clone();
+        merge(&mut c, &patch);
+        c
+    };
+    let spec = |init: Vec<Value>, containers: Vec<Value>, extra: Value| {
+        let mut spec =
+            json!({"securityContext": {"runAsNonRoot": true}, "initContainers": init, "containers": containers});
+        merge(&mut spec, &extra);
+        spec
+    };
+    let mut denied = 0;
+    let specs = [
+        spec(vec![], vec![good.clone()], json!({})),
+        spec(vec![], vec![good.clone(), with(json!({"image": "nginx"}))], json!({})),
+        spec(vec![with(json!({"image": "quay.io/x:1"}))], vec![with(json!({"resources": null}))], json!({})),
+        spec(vec![], vec![with(json!({"resources": {"limits": null}}))], json!({"hostNetwork": true})),
+        spec(
+            vec![],
+            vec![good.clone()],
+            json!({"hostPID": true, "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}),
+        ),
+        spec(
+            vec![],
+            vec![good.clone()],
+            json!({"volumes": [{"name": "e", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/"}}]}),
+        ),
+        spec(vec![with(json!({"securityContext": {"privileged": true}}))], vec![good.clone()], json!({})),
+        spec(vec![], vec![with(json!({"securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}))], json!({})),
+        spec(vec![], vec![good.clone(), with(json!({"securityContext": {"runAsNonRoot": false}}))], json!({})),
+        spec(vec![], vec![good.clone()], json!({"securityContext": null})),
+    ];
+    for spec in specs {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
+        let mut workload = deployment("web", 1);
+        workload["spec"]["template"] = json!({"spec": spec});
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+                          "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}});
+        for object in [pod, workload, cron] {
+            let req = request("CREATE", "team-a", object.clone());
+            // The webhook's messages start `Kind namespace/name: `.
+            let theirs = run(&native_set, &req).findings.into_iter().next().map(|f| f.message);
+            let mine = run(&ours_set, &req).findings.into_iter().next();
+            let mine = mine.map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message));
+            denied += usize::from(mine.is_some());
+            assert_eq!(theirs, mine, "{object}");
+        }
+    }
+    assert_eq!(denied, 27, "every spec but the first is denied, in a Pod, a Deployment and a CronJob");
+}
+
 /// A ValidatorPolicy and the native pair generated from it judge alike.
 #[test]
 fn a_generated_pair_judges_as_its_policy_does() {
