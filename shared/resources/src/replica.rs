@@ -78,6 +78,11 @@ pub struct Held {
     /// The refusal's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Whether the replica leaves the enforced generation to the API
+    /// server (its status says the API server enforces it): the push-down
+    /// controller deletes a pair only once no replica does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delegated: bool,
 }
 
 impl Held {
@@ -100,6 +105,7 @@ pub fn held(states: Vec<(&'static str, Vec<ObjectState>)>, remarks: &[Remark]) -
                     _ => o.enforced,
                 };
                 let refusal = o.refusal.or_else(|| remark.map(|r| r.refusal.clone()));
+                let delegated = enforced.is_some_and(|g| o.status.as_ref().is_some_and(|s| s.delegates(g)));
                 Held {
                     kind: kind.to_owned(),
                     namespace: o.key.namespace,
@@ -109,6 +115,7 @@ pub fn held(states: Vec<(&'static str, Vec<ObjectState>)>, remarks: &[Remark]) -
                     enforced,
                     reason: refusal.as_ref().map(|r| r.reason.clone()),
                     message: refusal.map(|r| clip(r.message)),
+                    delegated,
                 }
             })
         })

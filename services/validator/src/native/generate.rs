@@ -112,11 +112,16 @@ pub fn generate(
             resource_names: None,
         });
     }
+    if m.include_system_namespaces {
+        return refuse(
+            "spec.match.includeSystemNamespaces".into(),
+            "the webhook configuration leaves the system namespaces out, so that a policy cannot lock the cluster's \
+             own components out; pushed down, it would judge kube-system's requests too",
+        );
+    }
     let mut namespace_selector = m.namespace_selector.as_ref().map(to_k8s).unwrap_or_default();
     let mut left_out: Vec<String> = m.exclude_namespaces.clone();
-    if !m.include_system_namespaces {
-        left_out.extend(system_namespaces.iter().cloned());
-    }
+    left_out.extend(system_namespaces.iter().cloned());
     let expressions = namespace_selector.match_expressions.get_or_insert_with(Vec::new);
     if let Some(own) = namespace {
         expressions.push(requirement("In", vec![own.to_owned()]));

@@ -137,7 +137,9 @@ fn images(rule: &Images) -> Option<(Vec<reg::Variable>, reg::Validation)> {
         "({t}.matches({}) ? ({first} == 'index.docker.io' ? 'docker.io' : {first}) : 'docker.io')",
         lit(r"^([^/@]*[.:][^/@]*|localhost)/")
     );
-    let tagged = format!("{t}.matches({})", lit(r"^([^@]*/)?[^/:@]+:"));
+    // A tag is what follows a `:` in the last segment, to the end or the
+    // digest (a registry's port is not a tag).
+    let tagged = format!("{t}.matches({})", lit(r"^([^@]*/)?[^/:@]+:[^/@]*(@.*)?$"));
     let latest = format!("{t}.matches({})", lit(r"^([^@]*/)?[^/:@]+:latest(@.*)?$"));
     let digest = format!("{t}.contains('@')");
     // Each finding: when it holds of `c.image`, and what the webhook says.

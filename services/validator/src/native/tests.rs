@@ -372,6 +372,37 @@ spec:
     assert_eq!(denied, 27, "every spec but the first is denied, in a Pod, a Deployment and a CronJob");
 }
 
+/// A registry's port is not a tag: pushed down, an untagged image from a
+/// registry with a port has no tag, as the webhook says.
+#[test]
+fn a_registry_port_is_not_a_tag() {
+    let ours = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: ValidatorPolicy
+metadata: {name: tags}
+spec:
+  match: {resources: [{apiGroups: [""], resources: [pods]}]}
+  rules: {images: {forbidLatest: true}}
+"#;
+    let (ours_set, native_set) = (load(ours).unwrap_or_else(|e| panic!("{e}")), pushed_down(ours));
+    for (image, denied) in [
+        ("localhost:5000/app", true),
+        ("registry.local:5000/team/app", true),
+        ("registry.local:5000/team/app:1", false),
+        ("registry.local:5000/team/app@sha256:abc", false),
+        ("registry.local:5000/team/app:latest", true),
+    ] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                         "spec": {"containers": [{"name": "c", "image": image}]}});
+        let req = request("CREATE", "team-a", pod);
+        let theirs = run(&native_set, &req).findings.into_iter().next().map(|f| f.message);
+        let mine = run(&ours_set, &req).findings.into_iter().next();
+        let mine = mine.map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message));
+        assert_eq!(mine.is_some(), denied, "{image}: {mine:?}");
+        assert_eq!(theirs, mine, "{image}");
+    }
+}
+
 /// A ValidatorPolicy and the native pair generated from it judge alike.
 #[test]
 fn a_generated_pair_judges_as_its_policy_does() {
@@ -459,6 +490,9 @@ fn what_would_judge_differently_in_the_api_server_is_not_pushed_down() {
     let system_ns = "apiVersion: portcullis.dev/v1alpha1\nkind: NamespacedValidatorPolicy\n\
                      metadata: {name: p, namespace: kube-system}\nspec:\n";
     assert_eq!(refused(&format!("{system_ns}{configmaps}{checked}")).as_deref(), Some("metadata.namespace"));
+    let everywhere =
+        "  match: {resources: [{apiGroups: [''], resources: [configmaps]}], includeSystemNamespaces: true}\n";
+    assert_eq!(refused(&format!("{head}{everywhere}{checked}")).as_deref(), Some("spec.match.includeSystemNamespaces"));
     assert_eq!(refused(&format!("{head}{configmaps}{checked}")), None);
 }
 

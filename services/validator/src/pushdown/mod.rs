@@ -25,14 +25,15 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource as _, ResourceExt as _};
 use portcullis_admission::names::MANAGED_BY;
-use portcullis_resources::{EnforcedBy, Path};
+use portcullis_resources::replica::WEBHOOK_LABEL;
+use portcullis_resources::{EnforcedBy, Path, WebhookReplica};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +47,9 @@ pub(crate) const MANAGER: &str = "portcullis-validator-pushdown";
 const WAIT_FOR_REPLICAS: Duration = Duration::from_secs(2);
 /// After a failed reconcile.
 const RETRY: Duration = Duration::from_secs(5);
+/// How often a policy kept with the webhook by something outside it (an
+/// exception, a refusal) is looked at again.
+const RECHECK: Duration = Duration::from_secs(60);
 
 /// Why a reconcile failed (retried after [`RETRY`]).
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +68,7 @@ struct Context {
     vaps: Api<reg::ValidatingAdmissionPolicy>,
     bindings: Api<reg::ValidatingAdmissionPolicyBinding>,
     exceptions: Api<PolicyException>,
+    replicas: Api<WebhookReplica>,
     probe: probe::Probe,
     recorder: Recorder,
     system_namespaces: Vec<String>,
@@ -93,6 +98,7 @@ pub async fn run(client: kube::Client, settings: Settings, leading: Cancellation
         vaps: Api::all(client.clone()),
         bindings: Api::all(client.clone()),
         exceptions: Api::all(client.clone()),
+        replicas: Api::namespaced(client.clone(), &settings.namespace),
         probe: probe::Probe::new(&client, &settings.namespace),
         recorder: Recorder::new(client.clone(), Reporter { controller: MANAGER.into(), instance: settings.instance }),
         system_namespaces: settings.system_namespaces,
@@ -140,49 +146,80 @@ async fn reconcile(policy: Arc<ValidatorPolicy>, cx: Arc<Context>) -> Result<Act
     match desired {
         Desired::ApiServer(pair) => {
             let generated = pair.policy.metadata.name.clone().unwrap_or_default();
-            let changed = apply(&cx, &policy, *pair).await?;
+            let changed = match apply(&cx, &policy, *pair).await {
+                Ok(changed) => changed,
+                // E.g. parameters the validator may not read: the API
+                // server checks the writer of a pair with paramKind.
+                Err(Error::Kube(kube::Error::Api(status))) if status.code == 403 => {
+                    let why = format!("the API server refused the generated pair: {}", status.message);
+                    return back_to_webhook(&cx, &policy, "Forbidden", why).await;
+                }
+                Err(err) => return Err(err),
+            };
             let status = policy.status.as_ref();
             if !changed && status.is_some_and(|s| s.delegates(generation)) {
                 return Ok(Action::await_change());
             }
             cx.probe.loaded().await?;
             let message = format!("ValidatingAdmissionPolicy {generated} and its binding");
-            write(&cx, &name, &enforced(Path::ApiServer, generation, "PushedDown", message)).await?;
+            write(&cx, &policy, &enforced(Path::ApiServer, generation, "PushedDown", message)).await?;
             tracing::info!(policy = %name, generation, vap = %generated, "pushed down: the API server enforces it");
+            Ok(Action::await_change())
         }
-        Desired::Webhook(reason, why) => {
-            let generated = generate::generated_name(&name, None);
-            let pair = cx.vaps.get_opt(&generated).await?.filter(|vap| owned_by(vap.owner_references(), &policy));
-            if pair.is_some() {
-                // The pair goes only once every replica's webhook enforces
-                // this generation.
-                if !ready_at(&policy, generation) {
-                    return Ok(Action::requeue(WAIT_FOR_REPLICAS));
-                }
-                let params = DeleteParams::default();
-                if let Err(err) = cx.bindings.delete(&generated, &params).await
-                    && !is_not_found(&err)
-                {
-                    return Err(err.into());
-                }
-                if let Err(err) = cx.vaps.delete(&generated, &params).await
-                    && !is_not_found(&err)
-                {
-                    return Err(err.into());
-                }
-                tracing::info!(policy = %name, generation, vap = %generated, "back to the webhook: pair deleted");
-            }
-            let status = enforced(Path::Webhook, generation, reason, why.clone());
-            let current = policy.status.as_ref().and_then(|s| s.enforced_by.as_ref());
-            if current != Some(&status) {
-                write(&cx, &name, &status).await?;
-                if reason == "NotPushable" && policy.spec.0.enforcement == Enforcement::InProcess {
-                    warn(&cx, &policy, why).await;
-                }
-            }
+        Desired::Webhook(reason, why) => back_to_webhook(&cx, &policy, reason, why).await,
+    }
+}
+
+/// Puts (or keeps) the current generation of `policy` with the webhook:
+/// the status first, so that the replicas take it back; the pair only
+/// once every replica enforces this generation and none leaves it to the
+/// API server any longer (a policy can go back without a new generation:
+/// an exception naming it, a pair the API server refuses).
+async fn back_to_webhook(cx: &Context, policy: &ValidatorPolicy, reason: &str, why: String) -> Result<Action, Error> {
+    let (name, generation) = (policy.name_any(), policy.metadata.generation.unwrap_or_default());
+    let status = enforced(Path::Webhook, generation, reason, why.clone());
+    if policy.status.as_ref().and_then(|s| s.enforced_by.as_ref()) != Some(&status) {
+        write(cx, policy, &status).await?;
+        if reason != "WebhookChosen" && policy.spec.0.enforcement == Enforcement::InProcess {
+            warn(cx, policy, why).await;
         }
     }
-    Ok(Action::await_change())
+    let generated = generate::generated_name(&name, None);
+    let pair = cx.vaps.get_opt(&generated).await?.filter(|vap| owned_by(vap.owner_references(), policy));
+    if pair.is_some() {
+        if !ready_at(policy, generation) || cx.still_delegated(policy).await? {
+            return Ok(Action::requeue(WAIT_FOR_REPLICAS));
+        }
+        let params = DeleteParams::default();
+        if let Err(err) = cx.bindings.delete(&generated, &params).await
+            && !is_not_found(&err)
+        {
+            return Err(err.into());
+        }
+        if let Err(err) = cx.vaps.delete(&generated, &params).await
+            && !is_not_found(&err)
+        {
+            return Err(err.into());
+        }
+        tracing::info!(policy = %name, generation, vap = %generated, "back to the webhook: pair deleted");
+    }
+    // What keeps it here may go without touching the policy (an exception
+    // edited to name another policy, a permission granted): look again.
+    Ok(if reason == "WebhookChosen" { Action::await_change() } else { Action::requeue(RECHECK) })
+}
+
+impl Context {
+    /// Whether a ready replica still leaves `policy` to the API server.
+    async fn still_delegated(&self, policy: &ValidatorPolicy) -> Result<bool, Error> {
+        let selector = format!("{WEBHOOK_LABEL}=validator");
+        let reports = self.replicas.list(&ListParams::default().labels(&selector)).await?;
+        let uid = policy.uid();
+        Ok(reports.items.iter().filter(|r| r.spec.ready).any(|r| {
+            r.spec.objects.iter().any(|h| {
+                h.delegated && h.kind == "ValidatorPolicy" && h.namespace.is_none() && Some(&h.uid) == uid.as_ref()
+            })
+        }))
+    }
 }
 
 /// Where `policy`'s current generation should be enforced, or `None` when
@@ -262,15 +299,17 @@ fn enforced(path: Path, generation: i64, reason: &str, message: String) -> Enfor
     EnforcedBy { path, observed_generation: generation, reason: reason.into(), message }
 }
 
-/// Writes `status.enforcedBy` alone, by server-side apply.
-async fn write(cx: &Context, name: &str, enforced_by: &EnforcedBy) -> Result<(), Error> {
+/// Writes `status.enforcedBy` alone, by server-side apply. The uid makes
+/// the write fail on a policy re-created under the same name.
+async fn write(cx: &Context, policy: &ValidatorPolicy, enforced_by: &EnforcedBy) -> Result<(), Error> {
+    let name = policy.name_any();
     let patch = json!({
         "apiVersion": ValidatorPolicy::api_version(&()),
         "kind": ValidatorPolicy::kind(&()),
-        "metadata": {"name": name},
+        "metadata": {"name": name, "uid": policy.uid()},
         "status": {"enforcedBy": enforced_by},
     });
-    cx.policies.patch_status(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await?;
+    cx.policies.patch_status(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch)).await?;
     Ok(())
 }
 

@@ -38,6 +38,9 @@ pub(crate) struct Probe {
     config_maps: Api<ConfigMap>,
     namespace: String,
     count: AtomicU64,
+    /// One probe at a time: each bump gives the probe a new nonce, which
+    /// would leave an earlier caller's ConfigMap unmatched.
+    one: tokio::sync::Mutex<()>,
 }
 
 impl Probe {
@@ -48,6 +51,7 @@ impl Probe {
             config_maps: Api::namespaced(client.clone(), namespace),
             namespace: namespace.to_owned(),
             count: AtomicU64::new(0),
+            one: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -60,6 +64,7 @@ impl Probe {
     /// call: the probe pair with a new nonce is applied, then a dry-run
     /// ConfigMap with that nonce is created until the probe denies it.
     pub(crate) async fn loaded(&self) -> Result<(), Error> {
+        let _one = self.one.lock().await;
         let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let nonce = format!("{:x}-{}", since_epoch.as_nanos(), self.count.fetch_add(1, Ordering::Relaxed));
         let message = format!("portcullis probe {nonce}");
