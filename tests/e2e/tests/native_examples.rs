@@ -293,8 +293,6 @@ async fn built_in_rules_pushed_down_deny_what_the_webhook_denies() {
 #[tokio::test]
 async fn resource_rules_pushed_down_deny_what_the_webhook_denies() {
     let ns = unique("resources");
-    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
-                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
     let rules = "resources: {requests: [cpu, memory], limits: [memory]}";
     let full = json!({"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}});
     let container = |name: &str, resources: Value| json!({"name": name, "image": "registry.example.com/web:1", "resources": resources});
@@ -317,16 +315,15 @@ async fn resource_rules_pushed_down_deny_what_the_webhook_denies() {
         ("limits-only", json!({"containers": [container("web", json!({"limits": {"memory": "1Mi", "cpu": "1"}}))]})),
     ];
     for (name, spec) in &specs {
-        let mut deployment = deployment(&ns, name, 1, &[], true, false);
-        deployment["spec"]["template"]["spec"] = spec.clone();
+        let [deployment, pod] = as_deployment_and_pod(&ns, name, spec);
         corpus.push(deployment);
         // The API server defaults a Pod's missing requests to its limits
         // (not a template's): `check` reads the manifest as written.
         if !["init-lacks", "limits-only"].contains(name) {
-            corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{name}"), "namespace": ns}, "spec": spec}));
+            corpus.push(pod);
         }
     }
-    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+    pushed_down_matches_the_webhook(&ns, PODS_AND_DEPLOYMENTS, rules, &corpus).await;
 }
 
 /// The image rule pushed down, with the resource rule after it: the API
@@ -336,8 +333,6 @@ async fn resource_rules_pushed_down_deny_what_the_webhook_denies() {
 #[tokio::test]
 async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
     let ns = unique("images");
-    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
-                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
     let rules = "images: {allowedRegistries: [registry.example.com, docker.io], forbidLatest: true, requireDigest: true}\n    \
                  resources: {requests: [cpu]}";
     let pinned = "registry.example.com/web:1@sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -363,14 +358,13 @@ async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
             {"name": "first", "image": pinned, "resources": if i % 3 == 0 { json!({}) } else { cpu.clone() }},
             {"name": "second", "image": image, "resources": cpu},
         ]);
-        let mut deployment = deployment(&ns, &format!("d{i}"), 1, &[], true, false);
-        deployment["spec"]["template"]["spec"] = json!({"containers": containers});
-        corpus.push(deployment);
-        corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}"), "namespace": ns},
-                           "spec": {"initContainers": [{"name": "init", "image": image, "resources": cpu}],
-                                    "containers": [{"name": "web", "image": pinned, "resources": cpu}]}}));
+        let [deployment, _] = as_deployment_and_pod(&ns, &format!("d{i}"), &json!({"containers": containers}));
+        let init = json!({"initContainers": [{"name": "init", "image": image, "resources": cpu}],
+                          "containers": [{"name": "web", "image": pinned, "resources": cpu}]});
+        let [_, pod] = as_deployment_and_pod(&ns, &format!("p{i}"), &init);
+        corpus.extend([deployment, pod]);
     }
-    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+    pushed_down_matches_the_webhook(&ns, PODS_AND_DEPLOYMENTS, rules, &corpus).await;
 }
 
 /// The pod security rule pushed down: host namespaces, hostPath volumes,
@@ -380,8 +374,6 @@ async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
 #[tokio::test]
 async fn pod_security_rules_pushed_down_deny_what_the_webhook_denies() {
     let ns = unique("podsecurity");
-    let resources = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, \
-                     {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
     let rules = "podSecurity: {forbidPrivileged: true, forbidHostNamespaces: true, forbidHostPath: true, \
                  allowedCapabilities: [NET_BIND_SERVICE], requireRunAsNonRoot: true}";
     let c = |name: &str, context: Value| json!({"name": name, "image": "registry.example.com/web:1", "securityContext": context});
@@ -423,12 +415,21 @@ async fn pod_security_rules_pushed_down_deny_what_the_webhook_denies() {
     ];
     let mut corpus = Vec::new();
     for (name, spec) in &specs {
-        let mut deployment = deployment(&ns, name, 1, &[], true, false);
-        deployment["spec"]["template"]["spec"] = spec.clone();
-        corpus.push(deployment);
-        corpus.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{name}"), "namespace": ns}, "spec": spec}));
+        corpus.extend(as_deployment_and_pod(&ns, name, spec));
     }
-    pushed_down_matches_the_webhook(&ns, resources, rules, &corpus).await;
+    pushed_down_matches_the_webhook(&ns, PODS_AND_DEPLOYMENTS, rules, &corpus).await;
+}
+
+/// The resources the pod rules' tests judge.
+const PODS_AND_DEPLOYMENTS: &str = "[{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}, {apiGroups: [''], apiVersions: [v1], resources: [pods]}]";
+
+/// A labelled Deployment `name` with the pod `spec` as its template, and a
+/// Pod `pod-NAME` with the same spec.
+fn as_deployment_and_pod(ns: &str, name: &str, spec: &Value) -> [Value; 2] {
+    let mut workload = deployment(ns, name, 1, &[], true, false);
+    workload["spec"]["template"]["spec"] = spec.clone();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("pod-{name}"), "namespace": ns}, "spec": spec});
+    [workload, pod]
 }
 
 /// Pushes a policy with `rules` for `resources` in namespace `ns` down with

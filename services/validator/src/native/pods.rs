@@ -31,7 +31,7 @@ const WHITE_SPACE: &str = r"[\t\n\x0B\f\r\x{85}\p{Z}]";
 /// The variables and validations of the pod rules in `rules`, in the
 /// webhook's order (images, resources, pod security).
 pub(super) fn as_cel(rules: &Rules) -> (Vec<reg::Variable>, Vec<reg::Validation>) {
-    let images = rules.images.as_ref().and_then(images);
+    let images = rules.images.as_ref().map(images);
     let resources = rules.resources.as_ref().and_then(resources);
     let security = rules.pod_security.as_ref().and_then(pod_security);
     if images.is_none() && resources.is_none() && security.is_none() {
@@ -124,7 +124,7 @@ fn resources(rule: &Resources) -> Option<(Vec<reg::Variable>, reg::Validation)> 
 /// reads a reference: the first container (init, regular, ephemeral) whose
 /// image breaks the rule, and its first finding (not a reference, not from
 /// an allowed registry, latest or no tag, no digest).
-fn images(rule: &Images) -> Option<(Vec<reg::Variable>, reg::Validation)> {
+fn images(rule: &Images) -> (Vec<reg::Variable>, reg::Validation) {
     let t = "@c.image";
     // The repository: a last path segment without `:` before any `@`.
     let valid = format!(
@@ -172,7 +172,7 @@ fn images(rule: &Images) -> Option<(Vec<reg::Variable>, reg::Validation)> {
     said = format!("!{} ? 'image \"' + {c}.image + '\" is not a valid image reference' : {said}", on_c(&valid));
     let i = format!("{}.indexOf({c})", joined(&lists));
     let message = format!("{} + ': ' + ({said})", named(&c, &i, &lists));
-    Some((vec![bad], validation(&format!("size(variables.{BAD_IMAGES}) == 0"), Dynamic(message))))
+    (vec![bad], validation(&format!("size(variables.{BAD_IMAGES}) == 0"), Dynamic(message)))
 }
 
 /// `spec.rules.podSecurity`: the host namespaces in use (hostNetwork,

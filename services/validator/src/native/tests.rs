@@ -284,6 +284,14 @@ spec:
     }
 }
 
+/// The first finding of the native pair and of our policy on `req`, ours
+/// without the webhook's `Kind namespace/name: ` prefix.
+fn first_findings(native: &PolicySet, ours: &PolicySet, req: &Request) -> (Option<String>, Option<String>) {
+    let theirs = run(native, req).findings.into_iter().next().map(|f| f.message);
+    let mine = run(ours, req).findings.into_iter().next();
+    (theirs, mine.map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message)))
+}
+
 /// `patch` merged into `target` as a JSON merge patch (null removes).
 fn merge(target: &mut Value, patch: &Value) {
     match (target.as_object_mut(), patch.as_object()) {
@@ -360,11 +368,7 @@ spec:
         let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
                           "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}});
         for object in [pod, workload, cron] {
-            let req = request("CREATE", "team-a", object.clone());
-            // The webhook's messages start `Kind namespace/name: `.
-            let theirs = run(&native_set, &req).findings.into_iter().next().map(|f| f.message);
-            let mine = run(&ours_set, &req).findings.into_iter().next();
-            let mine = mine.map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message));
+            let (theirs, mine) = first_findings(&native_set, &ours_set, &request("CREATE", "team-a", object.clone()));
             denied += usize::from(mine.is_some());
             assert_eq!(theirs, mine, "{object}");
         }
@@ -394,10 +398,7 @@ spec:
     ] {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                          "spec": {"containers": [{"name": "c", "image": image}]}});
-        let req = request("CREATE", "team-a", pod);
-        let theirs = run(&native_set, &req).findings.into_iter().next().map(|f| f.message);
-        let mine = run(&ours_set, &req).findings.into_iter().next();
-        let mine = mine.map(|f| f.message.split_once(": ").map(|(_, m)| m.to_owned()).unwrap_or(f.message));
+        let (theirs, mine) = first_findings(&native_set, &ours_set, &request("CREATE", "team-a", pod));
         assert_eq!(mine.is_some(), denied, "{image}: {mine:?}");
         assert_eq!(theirs, mine, "{image}");
     }
