@@ -30,6 +30,9 @@ struct Setup {
     admission_policy: bool,
     /// Whether the CEL mutation is in force as a MutatingAdmissionPolicy.
     map: bool,
+    /// Whether the pod policies are in force as the ValidatingAdmissionPolicy
+    /// that `portcullis-validator vap` makes of the `ValidatorPolicy`.
+    pushed: bool,
 }
 
 impl Setup {
@@ -45,7 +48,7 @@ impl Setup {
     }
 }
 
-const SETUPS: [Setup; 10] = [
+const SETUPS: [Setup; 11] = [
     Setup {
         name: "no webhook (baseline)",
         case: "baseline",
@@ -53,6 +56,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "portcullis-validator",
@@ -61,6 +65,7 @@ const SETUPS: [Setup; 10] = [
         validator: true,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "ValidatingAdmissionPolicy (in-process)",
@@ -69,6 +74,16 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: true,
         map: false,
+        pushed: false,
+    },
+    Setup {
+        name: "the same policies pushed down (portcullis-validator vap)",
+        case: "pushed",
+        injector: None,
+        validator: false,
+        admission_policy: false,
+        map: false,
+        pushed: true,
     },
     Setup {
         name: "portcullis-injector",
@@ -77,6 +92,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "controller-runtime injector (Go)",
@@ -85,6 +101,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "floor: precomputed patch",
@@ -93,6 +110,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "portcullis-injector + portcullis-validator",
@@ -101,6 +119,7 @@ const SETUPS: [Setup; 10] = [
         validator: true,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "controller-runtime injector + portcullis-validator",
@@ -109,6 +128,7 @@ const SETUPS: [Setup; 10] = [
         validator: true,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "portcullis-injector: one CEL mutation",
@@ -117,6 +137,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: false,
+        pushed: false,
     },
     Setup {
         name: "MutatingAdmissionPolicy (in-process): the same mutation",
@@ -125,6 +146,7 @@ const SETUPS: [Setup; 10] = [
         validator: false,
         admission_policy: false,
         map: true,
+        pushed: false,
     },
 ];
 
@@ -208,6 +230,11 @@ async fn prepare(
             portcullis_e2e::ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &object.to_string()));
         }
     }
+    if setup.pushed {
+        portcullis_e2e::ok(
+            cluster.kubectl_stdin(&["apply", "-f", "-"], &fixtures::vap(&args.bin_dir, &files.path("pushed.json"))?),
+        );
+    }
     if setup.map {
         for object in fixtures::mutating_admission_policy(setup.case) {
             portcullis_e2e::ok(cluster.kubectl_stdin(&["apply", "-f", "-"], &object.to_string()));
@@ -228,7 +255,7 @@ async fn prepare(
             Err(err) => anyhow::bail!("a dry-run pod create in {ns} failed: {err}"),
         };
         let enforced = api.create(&dry_run, &denied).await.is_err();
-        if mutated && enforced == (setup.validator || setup.admission_policy) {
+        if mutated && enforced == (setup.validator || setup.admission_policy || setup.pushed) {
             return Ok(());
         }
         anyhow::ensure!(Instant::now() < deadline, "the API server did not apply the setup within 60 s");

@@ -107,6 +107,27 @@ pub(crate) fn validator_policy() -> Value {
     })
 }
 
+/// The policies as a `ValidatorPolicy` for the namespaces labelled
+/// `e2e.portcullis.dev/case: case` only: what is pushed down.
+pub(crate) fn validator_policy_for(case: &str) -> Value {
+    let mut policy = validator_policy();
+    policy["spec"]["match"]["namespaceSelector"] = json!({"matchLabels": {"e2e.portcullis.dev/case": case}});
+    policy
+}
+
+/// The ValidatingAdmissionPolicies and bindings `portcullis-validator vap`
+/// prints for the ValidatorPolicies at `path` (a file or a directory): what
+/// the validator pushes down in a cluster, as YAML for `kubectl apply`.
+pub(crate) fn vap(bin_dir: &std::path::Path, path: &std::path::Path) -> anyhow::Result<String> {
+    let out = std::process::Command::new(bin_dir.join("portcullis-validator"))
+        .arg("vap")
+        .arg("--policy")
+        .arg(path)
+        .output()?;
+    anyhow::ensure!(out.status.success(), "portcullis-validator vap: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(String::from_utf8(out.stdout)?)
+}
+
 /// The policies as a ValidatingAdmissionPolicy and its Deny binding for the
 /// namespaces labelled `e2e.portcullis.dev/case: case`.
 pub(crate) fn admission_policy(case: &str) -> [Value; 2] {

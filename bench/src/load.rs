@@ -43,6 +43,12 @@ pub(crate) struct Summary {
     pub p50_us: f64,
     /// 99th percentile latency, µs.
     pub p99_us: f64,
+    /// Mean latency, µs.
+    #[serde(default)]
+    pub mean_us: f64,
+    /// Largest latency, µs.
+    #[serde(default)]
+    pub max_us: f64,
     /// CPU time the server process spent per answered request, µs (webhook
     /// level, where each server is a process of its own; measured by the
     /// caller around the load, so absent from `load`'s own output).
@@ -107,6 +113,8 @@ pub(crate) fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Durati
         rate: latencies.len() as f64 / duration.as_secs_f64(),
         p50_us: quantile(0.50),
         p99_us: quantile(0.99),
+        mean_us: latencies.iter().map(|&us| f64::from(us)).sum::<f64>() / latencies.len().max(1) as f64,
+        max_us: latencies.last().map(|&us| f64::from(us)).unwrap_or_default(),
         server_cpu_us: None,
     }
 }

@@ -10,7 +10,11 @@
 //! `scripts/control-plane.sh`, pod creates (server dry-run and real) with
 //! no webhook, with the Portcullis validator, with the same policies as
 //! in-process ValidatingAdmissionPolicy, with each injector and with the
-//! floor. Rounds are interleaved and repeated; every figure is the median
+//! floor; and the Pod Security Standards' restricted profile as Kubernetes'
+//! built-in PodSecurity admission, as 17 ValidatingAdmissionPolicies (by
+//! hand and pushed down) and by the validator's webhook at 1 and 3
+//! replicas, up to 500 concurrent clients (`podsecurity.rs`). Rounds are
+//! interleaved and repeated; every figure is the median
 //! of the rounds with their range. The servers under test are subcommands
 //! of this binary or real service binaries, each its own process.
 
@@ -22,6 +26,8 @@ mod check;
 mod fixtures;
 mod generator;
 mod load;
+mod podsecurity;
+mod pss;
 mod report;
 mod run;
 mod servers;

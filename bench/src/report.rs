@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::check::{self, GeneratorCheck};
 use crate::load::Summary;
+use crate::podsecurity::PodSecurityReport;
 
 /// Where a set of rows was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,6 +142,9 @@ pub(crate) struct Report {
     generator_check: Option<GeneratorCheck>,
     dry_run: Vec<Row>,
     create: Vec<Row>,
+    /// The Pod Security Standards through the API server, when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_security: Option<PodSecurityReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -160,6 +164,12 @@ pub(crate) struct Settings {
     pub api_seconds: f64,
     pub api_concurrency: usize,
     pub containers: usize,
+    /// Only the Pod Security Standards were measured (`--pss-only`).
+    pub pss_only: bool,
+    /// Clients at the pod-security scale.
+    pub pss_clients: Vec<usize>,
+    /// Seconds per pod-security setup, clients and round.
+    pub pss_seconds: f64,
 }
 
 impl Report {
@@ -178,6 +188,7 @@ impl Report {
             generator_check: None,
             dry_run: Vec::new(),
             create: Vec::new(),
+            pod_security: None,
         }
     }
 
@@ -329,6 +340,12 @@ generator check: the load generator drove the bare server at G = {g} requests/s"
     /// CPU time, and a verdict for every other webhook-level contender. How
     /// fast anything was is not checked (debug binaries are slow).
     pub(crate) fn check_smoke(&self) -> anyhow::Result<()> {
+        if let Some(pod_security) = &self.pod_security {
+            pod_security.check_smoke()?;
+        }
+        if self.settings.pss_only {
+            return Ok(());
+        }
         let bare = Self::row(&self.webhook, check::BARE);
         anyhow::ensure!(
             bare.is_some_and(|b| b.rounds.len() == self.settings.rounds && b.cpu_rounds().is_some()),
@@ -468,6 +485,9 @@ mod tests {
             api_seconds: 1.0,
             api_concurrency: 2,
             containers: 2,
+            pss_only: false,
+            pss_clients: vec![2],
+            pss_seconds: 1.0,
         });
         let rows = names
             .iter()

@@ -10,7 +10,7 @@ use portcullis_e2e::Process;
 
 use crate::load::Summary;
 use crate::report::{Level, Report, Row, Settings};
-use crate::{apiserver, check, fixtures};
+use crate::{apiserver, check, fixtures, podsecurity, pss};
 
 /// `portcullis-bench run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -42,6 +42,15 @@ pub(crate) struct Args {
     /// Only the webhook level (no control plane).
     #[arg(long)]
     pub webhook_only: bool,
+    /// Only the Pod Security Standards through the API server (`podsecurity.rs`).
+    #[arg(long, conflicts_with = "webhook_only")]
+    pub pss_only: bool,
+    /// Concurrent clients creating pods at the pod-security scale (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "100,200,500")]
+    pub pss_clients: Vec<usize>,
+    /// Seconds of pod creates per pod-security setup, clients and round.
+    #[arg(long, default_value_t = 5.0)]
+    pub pss_seconds: f64,
     /// The directory of the Portcullis binaries (`cargo build --release`).
     #[arg(long)]
     pub bin_dir: PathBuf,
@@ -56,8 +65,8 @@ pub(crate) struct Args {
 impl Args {
     fn effective(mut self) -> Self {
         if self.smoke {
-            (self.rounds, self.webhook_seconds, self.api_seconds) = (1, 1.0, 1.0);
-            (self.webhook_concurrency, self.api_concurrency) = (2, 2);
+            (self.rounds, self.webhook_seconds, self.api_seconds, self.pss_seconds) = (1, 1.0, 1.0, 1.0);
+            (self.webhook_concurrency, self.api_concurrency, self.pss_clients) = (2, 2, vec![2]);
         }
         self
     }
@@ -80,6 +89,14 @@ impl Files {
         std::fs::write(dir.path().join("review.json"), fixtures::review(&fixtures::pod(containers)))?;
         std::fs::write(dir.path().join("policy.json"), serde_json::to_vec(&fixtures::validator_policy())?)?;
         std::fs::write(dir.path().join("cel.json"), serde_json::to_vec(&fixtures::injector_cel_config())?)?;
+        std::fs::write(dir.path().join("pushed.json"), serde_json::to_vec(&fixtures::validator_policy_for("pushed"))?)?;
+        for (set, case) in [("pss", None), ("pss-pushed", Some("pss-pushed"))] {
+            std::fs::create_dir(dir.path().join(set))?;
+            for policy in pss::validator_policies(case) {
+                let file = format!("{}.json", policy["metadata"]["name"].as_str().unwrap_or_default());
+                std::fs::write(dir.path().join(set).join(file), serde_json::to_vec(&policy)?)?;
+            }
+        }
         Ok(Self { dir, ca: pki.ca })
     }
 
@@ -99,12 +116,17 @@ pub(crate) struct Contender {
 }
 
 impl Contender {
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
     /// The CPU time its process (every thread) has used so far, from
     /// `/proc/PID/stat` (`utime` + `stime`, in the kernel's fixed 100 ticks
     /// a second); `None` where that cannot be read. The launcher (`taskset`,
     /// `env`) execs the server, so the child's PID is the server's.
-    fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.child.id())).ok()?;
+    pub(crate) fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
         // The command name, in parentheses, may hold spaces: count fields after it.
         let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
         let (utime, stime): (u64, u64) = (fields.nth(11)?.parse().ok()?, fields.next()?.parse().ok()?);
@@ -121,6 +143,8 @@ pub(crate) enum Server {
     InjectorCel,
     /// portcullis-validator with the benchmark pod policies.
     Validator,
+    /// portcullis-validator with the Pod Security Standards set (`pss.rs`).
+    ValidatorPss,
     /// The controller-runtime injector.
     Peer,
     /// The precomputed answer.
@@ -138,6 +162,7 @@ impl Server {
             Self::Injector => check::INJECTOR,
             Self::InjectorCel => "portcullis-injector (one CEL mutation)",
             Self::Validator => "portcullis-validator",
+            Self::ValidatorPss => "portcullis-validator (the Pod Security Standards)",
             Self::Peer => check::PEER,
             Self::Floor => check::FLOOR,
             Self::Noop => check::NOOP,
@@ -161,10 +186,11 @@ impl Server {
             c.arg("--tls-cert-file").arg(files.path("tls.crt")).arg("--tls-key-file").arg(files.path("tls.key"));
         };
         let (keys, path): (&[&str], &str) = match self {
-            Self::Injector | Self::InjectorCel | Self::Validator => {
+            Self::Injector | Self::InjectorCel | Self::Validator | Self::ValidatorPss => {
                 let (binary, flag, config, path) = match self {
                     Self::Injector => ("portcullis-injector", "--config", fixtures::injector_config(), "/mutate"),
                     Self::InjectorCel => ("portcullis-injector", "--config", files.path("cel.json"), "/mutate"),
+                    Self::ValidatorPss => ("portcullis-validator", "--policy", files.path("pss"), "/validate"),
                     _ => ("portcullis-validator", "--policy", files.path("policy.json"), "/validate"),
                 };
                 command.arg(args.bin_dir.join(binary)).args(["serve", flag]).arg(config);
@@ -212,18 +238,30 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
         api_seconds: args.api_seconds,
         api_concurrency: args.api_concurrency,
         containers: args.containers,
+        pss_only: args.pss_only,
+        pss_clients: args.pss_clients.clone(),
+        pss_seconds: args.pss_seconds,
     });
-    let webhook = webhook_level(&args, &files).await?;
-    report.add(Level::Webhook, webhook);
-    report.print_webhook();
-    report.print_generator_check();
-    if !args.webhook_only {
+    if !args.pss_only {
+        let webhook = webhook_level(&args, &files).await?;
+        report.add(Level::Webhook, webhook);
+        report.print_webhook();
+        report.print_generator_check();
+    }
+    if !args.webhook_only && !args.pss_only {
         for (level, rows) in apiserver::run(&args, &files).await? {
             report.add(level, rows);
         }
         report.print_apiserver();
     }
-    report.print_goals();
+    if !args.webhook_only {
+        let pod_security = podsecurity::run(&args, &files).await?;
+        pod_security.print();
+        report.pod_security = Some(pod_security);
+    }
+    if !args.pss_only {
+        report.print_goals();
+    }
     std::fs::create_dir_all(&args.out)?;
     let json = args.out.join("bench.json");
     std::fs::write(&json, serde_json::to_vec_pretty(&report)?)?;

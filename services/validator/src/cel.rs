@@ -288,10 +288,7 @@ impl CelRules {
             }
         }
         let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
-        match scope.with_variables(variables, |scope| self.judge(scope)) {
-            Ok(outcome) => outcome,
-            Err(e) => Outcome::Error(e.to_string()),
-        }
+        scope.with_variables(variables, |scope| self.judge(scope))
     }
 
     /// The validations and audit annotations, with the variables bound.

@@ -28,12 +28,21 @@ const UNSUPPORTED_VARIABLES: [(&str, &str); 2] = [
 pub struct Expression {
     source: String,
     pub(crate) program: Program,
+    /// The names of the variables it reads (`variables.<name>`); `None`:
+    /// it reads `variables` whole.
+    variables: Option<Vec<String>>,
 }
 
 impl Expression {
     /// The source text.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The names of the policy variables it reads (`variables.<name>`), or
+    /// `None` when it reads `variables` whole (every one of them).
+    pub fn variables_read(&self) -> Option<&[String]> {
+        self.variables.as_deref()
     }
 
     /// Whether the expression reads `variable` (`params`, `variables`...).
@@ -164,7 +173,14 @@ pub fn compile_in(environment: Environment, source: &str, cost_limit: u64) -> Re
     if cost > cost_limit {
         return Err(CompileError::TooCostly { expression: source.to_owned(), cost, limit: cost_limit });
     }
-    Ok(Expression { source: source.to_owned(), program })
+    let mut reads = crate::reads::DataReads::default();
+    reads.add_program(&program);
+    let variables = match reads.variables {
+        None => Some(Vec::new()),
+        Some(crate::reads::Reads::Fields(fields)) => Some(fields.into_keys().collect()),
+        Some(_) => None,
+    };
+    Ok(Expression { source: source.to_owned(), program, variables })
 }
 
 /// The first message type `expr` constructs that `environment` does not

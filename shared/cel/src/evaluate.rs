@@ -2,7 +2,7 @@
 //! budget: one [`evaluate`] call is one policy on one request, its
 //! expressions sharing the policy's budget and the request's deadline.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::time::Instant;
 
@@ -59,16 +59,6 @@ impl fmt::Display for Exceeded {
     }
 }
 
-/// A variable (`variables.<name>`) could not be evaluated.
-#[derive(Debug, thiserror::Error)]
-#[error("variables {name:?}: {error}")]
-pub struct VariableError {
-    /// Its name.
-    pub name: String,
-    /// What went wrong.
-    pub error: ExecutionError,
-}
-
 /// Where expressions are evaluated: the request's data, `params` and (in
 /// [`Scope::with_variables`]) `variables` bound, every expression charged
 /// to one budget.
@@ -78,44 +68,121 @@ pub struct Scope<'a, 'e> {
     meter: &'a Meter,
     /// The expression being evaluated, for the message of a stop.
     current: &'a Cell<&'e str>,
+    /// The policy's variables, in [`Scope::with_variables`].
+    variables: Option<&'a Variables<'e>>,
 }
 
 impl<'e> Scope<'_, 'e> {
-    /// Evaluates `expression` with a fresh per-expression limit.
+    /// Evaluates `expression` with a fresh per-expression limit, after the
+    /// variables it reads (in [`Scope::with_variables`]). When one of them
+    /// failed and so does the expression, the variable's error is the
+    /// answer; an expression that does not come to read it is unaffected.
     pub fn execute(&self, expression: &'e Expression) -> Result<Value, ExecutionError> {
+        let Some(variables) = self.variables else {
+            self.start(expression);
+            return expression.program.execute(&self.ctx);
+        };
+        let failed = variables.bind(self, expression.variables_read());
+        let values = variables.values.borrow();
+        let mut ctx = self.ctx.new_inner_scope();
+        ctx.add_variable_borrowed("variables", &*values);
         self.start(expression);
-        expression.program.execute(&self.ctx)
+        match (expression.program.execute(&ctx), failed) {
+            (Err(_), Some(failure)) => Err(failure),
+            (result, _) => result,
+        }
     }
 
-    /// Evaluates `variables` in order, each seeing the ones before it as
-    /// `variables.<name>`, then runs `run` in a scope where all of them are
-    /// bound; the first variable that fails ends it.
+    /// Runs `run` in a scope where `variables` (in their order) are bound
+    /// as the API server binds them: each is evaluated the first time an
+    /// expression reads it, after the earlier variables it reads, and at
+    /// most once; one that no expression reads costs nothing, and one that
+    /// fails fails only the expressions that read it.
     pub fn with_variables<T>(
         &self,
         variables: impl IntoIterator<Item = (&'e str, &'e Expression)>,
         run: impl FnOnce(&Scope<'_, 'e>) -> T,
-    ) -> Result<T, VariableError> {
-        // The map grows between evaluations, each in a scope that borrows it.
-        let mut bound = CelMap::default();
-        for (name, expression) in variables {
-            self.start(expression);
-            let mut scope = self.ctx.new_inner_scope();
-            scope.add_variable_borrowed("variables", &bound);
-            let value = expression.program.execute_val(&scope);
-            drop(scope);
-            match value {
-                Ok(value) => bound.insert(CelMapKey::from(name), value),
-                Err(error) => return Err(VariableError { name: name.to_owned(), error }),
-            }
-        }
-        let mut ctx = self.ctx.new_inner_scope();
-        ctx.add_variable_borrowed("variables", &bound);
-        Ok(run(&Scope { ctx, meter: self.meter, current: self.current }))
+    ) -> T {
+        let variables = Variables::new(variables);
+        let ctx = self.ctx.new_inner_scope();
+        run(&Scope { ctx, meter: self.meter, current: self.current, variables: Some(&variables) })
     }
 
     fn start(&self, expression: &'e Expression) {
         self.meter.next_expression();
         self.current.set(expression.source());
+    }
+}
+
+/// A policy's variables as they are bound, one evaluation of a policy.
+struct Variables<'e> {
+    declared: Vec<(&'e str, &'e Expression)>,
+    states: RefCell<Vec<State>>,
+    values: RefCell<CelMap>,
+}
+
+#[derive(Clone)]
+enum State {
+    Pending,
+    Bound,
+    Failed(ExecutionError),
+}
+
+impl<'e> Variables<'e> {
+    fn new(declared: impl IntoIterator<Item = (&'e str, &'e Expression)>) -> Self {
+        let declared: Vec<_> = declared.into_iter().collect();
+        let states = RefCell::new(vec![State::Pending; declared.len()]);
+        Self { declared, states, values: RefCell::new(CelMap::default()) }
+    }
+
+    /// Binds the variables among the first `before` that `reads` names
+    /// (`None`: all of them); answers the first failure among them.
+    fn bind_read(&self, scope: &Scope<'_, 'e>, reads: Option<&[String]>, before: usize) -> Option<ExecutionError> {
+        let mut failure = None;
+        for i in 0..before {
+            if reads.is_none_or(|names| names.iter().any(|n| n == self.declared[i].0))
+                && let Some(error) = self.bind_one(scope, i)
+            {
+                failure.get_or_insert(error);
+            }
+        }
+        failure
+    }
+
+    fn bind(&self, scope: &Scope<'_, 'e>, reads: Option<&[String]>) -> Option<ExecutionError> {
+        self.bind_read(scope, reads, self.declared.len())
+    }
+
+    /// Binds variable `i` unless it is already; its failure, if it failed.
+    fn bind_one(&self, scope: &Scope<'_, 'e>, i: usize) -> Option<ExecutionError> {
+        match &self.states.borrow()[i] {
+            State::Bound => return None,
+            State::Failed(error) => return Some(error.clone()),
+            State::Pending => {}
+        }
+        let (name, expression) = self.declared[i];
+        let failed_before = self.bind_read(scope, expression.variables_read(), i);
+        scope.start(expression);
+        let value = {
+            let values = self.values.borrow();
+            let mut ctx = scope.ctx.new_inner_scope();
+            ctx.add_variable_borrowed("variables", &*values);
+            expression.program.execute_val(&ctx)
+        };
+        let state = match value {
+            Ok(value) => {
+                self.values.borrow_mut().insert(CelMapKey::from(name), value);
+                State::Bound
+            }
+            Err(error) => State::Failed(
+                failed_before.unwrap_or_else(|| ExecutionError::function_error(&format!("variables.{name}"), error)),
+            ),
+        };
+        self.states.borrow_mut()[i] = state.clone();
+        match state {
+            State::Failed(error) => Some(error),
+            _ => None,
+        }
     }
 }
 
@@ -139,7 +206,7 @@ pub fn evaluate<'e, T>(
         ctx.add_variable_borrowed("oldObject", bindings.old_object.0.as_ref());
         ctx.add_variable_borrowed("request", bindings.request.0.as_ref());
         ctx.add_variable_borrowed("params", params.unwrap_or(&null).0.as_ref());
-        run(&Scope { ctx, meter: &meter, current: &current })
+        run(&Scope { ctx, meter: &meter, current: &current, variables: None })
     });
     match meter.stopped() {
         None => Ok(result),

@@ -71,18 +71,31 @@ pub struct DataReads {
     pub request: Option<Reads>,
     /// Of `params` (each parameter object, per policy).
     pub params: Option<Reads>,
+    /// Of `variables`: which of a policy's variables (not request data, so
+    /// never converted; what [`Expression::variables_read`] answers).
+    pub variables: Option<Reads>,
 }
 
 impl DataReads {
     /// Everything: what a caller that knows nothing of the expressions uses.
     pub fn everything() -> Self {
         let whole = Some(Reads::Whole);
-        Self { object: whole.clone(), old_object: whole.clone(), request: whole.clone(), params: whole }
+        Self {
+            object: whole.clone(),
+            old_object: whole.clone(),
+            request: whole.clone(),
+            params: whole.clone(),
+            variables: whole,
+        }
     }
 
     /// Adds what `expression` reads.
     pub fn add(&mut self, expression: &Expression) {
-        walk(expression.program.expression(), self);
+        self.add_program(&expression.program);
+    }
+
+    pub(crate) fn add_program(&mut self, program: &cel::Program) {
+        walk(program.expression(), self);
     }
 
     /// Widens `self` to read what `other` reads too.
@@ -92,6 +105,7 @@ impl DataReads {
             (&mut self.old_object, &other.old_object),
             (&mut self.request, &other.request),
             (&mut self.params, &other.params),
+            (&mut self.variables, &other.variables),
         ] {
             if let Some(theirs) = theirs {
                 match mine {
@@ -108,13 +122,14 @@ impl DataReads {
             "oldObject" => Some(&mut self.old_object),
             "request" => Some(&mut self.request),
             "params" => Some(&mut self.params),
+            "variables" => Some(&mut self.variables),
             _ => None,
         }
     }
 
     /// Widens what `variable` reads; names other than the four pruned
-    /// variables (`variables`, loop variables, `namespaceObject`) are not
-    /// kept.
+    /// variables and `variables` (loop variables, `namespaceObject`) are
+    /// not kept.
     fn record(&mut self, variable: &str, reads: Reads) {
         if let Some(slot) = self.slot(variable) {
             match slot {

@@ -66,7 +66,30 @@ fn variables_see_the_ones_before_them() {
     let check = compile("variables.second == '12'", u64::MAX).expect("compiles");
     let variables = [("first", &first), ("second", &second)];
     let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
-        scope.with_variables(variables, |scope| scope.execute(&check)).map_err(|e| e.to_string())
+        scope.with_variables(variables, |scope| scope.execute(&check))
     });
-    assert!(matches!(ran, Ok(Ok(Ok(Value::Bool(true))))), "{ran:?}");
+    assert!(matches!(ran, Ok(Ok(Value::Bool(true)))), "{ran:?}");
+}
+
+#[test]
+fn a_variable_is_evaluated_only_when_read_and_fails_only_what_reads_it() {
+    // As the API server binds them: lazily, so a variable that fails (here
+    // a missing key) fails the expressions that come to read it, and no
+    // other; `b` reads `a`, so it fails with `a`'s error.
+    let a = compile("object.data.missing", u64::MAX).expect("compiles");
+    let b = compile("variables.a + '!'", u64::MAX).expect("compiles");
+    let ok = compile("object.data.a", u64::MAX).expect("compiles");
+    let unread = compile("variables.ok == '1'", u64::MAX).expect("compiles");
+    let guarded = compile("variables.ok == '2' && variables.a == 'x'", u64::MAX).expect("compiles");
+    let read = compile("variables.ok == '1' && variables.b == 'x'", u64::MAX).expect("compiles");
+    let variables = [("a", &a), ("b", &b), ("ok", &ok)];
+    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
+        scope.with_variables(variables, |scope| {
+            [&unread, &guarded, &read].map(|e| scope.execute(e).map_err(|e| e.to_string()))
+        })
+    })
+    .expect("within the limits");
+    assert!(matches!(ran[0], Ok(Value::Bool(true))), "{ran:?}");
+    assert!(matches!(ran[1], Ok(Value::Bool(false))), "{ran:?}");
+    assert!(ran[2].as_ref().is_err_and(|e| e.contains("variables.a") && e.contains("missing")), "{ran:?}");
 }

@@ -84,6 +84,19 @@ const CASES: &[Case] = &[
         variables: &[("keys", "has(object.data) ? object.data.map(k, k) : []")],
     },
     case(&[("!has(object.data) || !('replicas' in object.data) || int(object.data.replicas) <= 5", None, None)]),
+    // Variables are bound lazily, as the API server binds them: `replicas`
+    // fails to evaluate where there is no such key (or no integer), and
+    // denies only where the validation comes to read it; `unread` always
+    // fails and is never read.
+    Case {
+        validations: &[(
+            "!has(object.data) || !('replicas' in object.data) || variables.replicas <= 5",
+            Some("at most five replicas"),
+            None,
+        )],
+        match_conditions: &[],
+        variables: &[("unread", "object.data.nothing"), ("replicas", "int(object.data.replicas)")],
+    },
     case(&[("!has(object.data) || object.data.all(k, object.data[k].lowerAscii() == object.data[k])", None, None)]),
     case(&[("object.metadata.name.split('-').size() <= 2", Some("at most one dash"), None)]),
     case(&[("object.metadata.name.replace('-', '').size() >= 4", None, None)]),

@@ -132,7 +132,6 @@ impl NativeMutation {
             scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
         })
         .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?
         .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
         Ok(match mutation.patch_type {
             PatchType::JsonPatch => json_patch(&result, current)?,
