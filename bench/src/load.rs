@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,11 @@ pub(crate) struct Summary {
     /// Largest latency, µs.
     #[serde(default)]
     pub max_us: f64,
+    /// Every request made, the untimed first ones and those answered after
+    /// the window included: what a server's CPU time over the whole
+    /// measurement is divided by (through the API server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
     /// CPU time the server process spent per answered request, µs (webhook
     /// level, where each server is a process of its own; measured by the
     /// caller around the load, so absent from `load`'s own output).
@@ -66,17 +72,27 @@ where
 {
     let request = Arc::new(request);
     let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
+    let calls = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..concurrency)
         .map(|worker| {
-            let (request, barrier) = (request.clone(), barrier.clone());
+            let (request, barrier, calls) = (request.clone(), barrier.clone(), calls.clone());
             tokio::spawn(async move {
                 request(worker).await;
+                calls.fetch_add(1, Ordering::Relaxed);
                 barrier.wait().await;
                 let end = Instant::now() + duration;
                 let (mut latencies, mut failures) = (Vec::new(), 0u64);
                 while Instant::now() < end {
                     let started = Instant::now();
-                    if request(worker).await {
+                    let answered = request(worker).await;
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    // One answered after the window is not counted: with
+                    // hundreds of clients, each one's last request would
+                    // add clients ÷ seconds to the rate.
+                    if Instant::now() > end {
+                        break;
+                    }
+                    if answered {
                         latencies.push(started.elapsed().as_micros() as u32);
                     } else {
                         failures += 1;
@@ -86,7 +102,9 @@ where
             })
         })
         .collect();
-    gather(workers, duration).await
+    let mut summary = gather(workers, duration).await;
+    summary.calls = Some(calls.load(Ordering::Relaxed));
+    summary
 }
 
 /// Every worker's latencies and failures, summarised.
@@ -115,6 +133,7 @@ pub(crate) fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Durati
         p99_us: quantile(0.99),
         mean_us: latencies.iter().map(|&us| f64::from(us)).sum::<f64>() / latencies.len().max(1) as f64,
         max_us: latencies.last().map(|&us| f64::from(us)).unwrap_or_default(),
+        calls: None,
         server_cpu_us: None,
     }
 }

@@ -101,7 +101,8 @@ pub(crate) struct Measured {
     /// The webhook replicas' CPU over the measurement, millicores (all
     /// replicas together), if the setup has a webhook.
     pub webhook_millicores: Option<f64>,
-    /// Their CPU per answered create, µs.
+    /// Their CPU per create they judged (every create of the measurement,
+    /// the clients' untimed first ones included), µs.
     pub webhook_cpu_us: Option<f64>,
     /// The largest resident memory of the replicas together, sampled every
     /// 50 ms, MiB.
@@ -206,7 +207,8 @@ async fn measure_point(
     Ok(Measured {
         summary,
         webhook_millicores: cpu.map(|cpu| cpu.as_secs_f64() * 1000.0 / elapsed.as_secs_f64()),
-        webhook_cpu_us: cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / summary.requests.max(1) as f64),
+        webhook_cpu_us: cpu
+            .map(|cpu| cpu.as_secs_f64() * 1e6 / summary.calls.unwrap_or(summary.requests).max(1) as f64),
         webhook_rss_mib: (!watched.is_empty()).then(|| rss as f64 / 1024.0),
     })
 }

@@ -372,7 +372,7 @@ mod tests {
             )
             .unwrap();
             let (passed, text) = check(&pod);
-            assert!(!passed && text.contains(&format!("pss-{name}")), "{name}: {text}");
+            assert!(!passed && text.contains(&format!("[pss-{name}]")), "{name}: {text}");
         }
     }
 }

@@ -74,9 +74,11 @@ pub struct Scope<'a, 'e> {
 
 impl<'e> Scope<'_, 'e> {
     /// Evaluates `expression` with a fresh per-expression limit, after the
-    /// variables it reads (in [`Scope::with_variables`]). When one of them
-    /// failed and so does the expression, the variable's error is the
-    /// answer; an expression that does not come to read it is unaffected.
+    /// variables it names (in [`Scope::with_variables`]). A variable that
+    /// failed is left unbound, so that reading it fails, and when the
+    /// expression fails the variable's error is the answer; an expression
+    /// that does not come to read it is unaffected. (`has(variables.x)` on
+    /// a failed `x` answers `false`, where the API server fails.)
     pub fn execute(&self, expression: &'e Expression) -> Result<Value, ExecutionError> {
         let Some(variables) = self.variables else {
             self.start(expression);
@@ -94,10 +96,12 @@ impl<'e> Scope<'_, 'e> {
     }
 
     /// Runs `run` in a scope where `variables` (in their order) are bound
-    /// as the API server binds them: each is evaluated the first time an
-    /// expression reads it, after the earlier variables it reads, and at
-    /// most once; one that no expression reads costs nothing, and one that
-    /// fails fails only the expressions that read it.
+    /// as the API server binds them: each is evaluated for the first
+    /// expression that names it, after the earlier variables it names, and
+    /// at most once; one that no expression names costs nothing, one that
+    /// fails fails only the expressions that read it, and one that names
+    /// itself or a later variable fails (the API server does not compile
+    /// it).
     pub fn with_variables<T>(
         &self,
         variables: impl IntoIterator<Item = (&'e str, &'e Expression)>,
@@ -110,7 +114,10 @@ impl<'e> Scope<'_, 'e> {
 
     fn start(&self, expression: &'e Expression) {
         self.meter.next_expression();
-        self.current.set(expression.source());
+        // The expression a limit stopped in is the one the stop names.
+        if self.meter.stopped().is_none() {
+            self.current.set(expression.source());
+        }
     }
 }
 
@@ -161,7 +168,18 @@ impl<'e> Variables<'e> {
             State::Pending => {}
         }
         let (name, expression) = self.declared[i];
-        let failed_before = self.bind_read(scope, expression.variables_read(), i);
+        let reads = expression.variables_read();
+        if let Some(later) =
+            reads.and_then(|names| names.iter().find(|n| self.declared[i..].iter().any(|(d, _)| d == n)))
+        {
+            let error = ExecutionError::function_error(
+                &format!("variables.{name}"),
+                format!("reads variables.{later}, which is not declared before it"),
+            );
+            self.fail(i, error.clone());
+            return Some(error);
+        }
+        let failed_before = self.bind_read(scope, reads, i);
         scope.start(expression);
         let value = {
             let values = self.values.borrow();
@@ -169,20 +187,24 @@ impl<'e> Variables<'e> {
             ctx.add_variable_borrowed("variables", &*values);
             expression.program.execute_val(&ctx)
         };
-        let state = match value {
+        match value {
             Ok(value) => {
                 self.values.borrow_mut().insert(CelMapKey::from(name), value);
-                State::Bound
+                self.states.borrow_mut()[i] = State::Bound;
+                None
             }
-            Err(error) => State::Failed(
-                failed_before.unwrap_or_else(|| ExecutionError::function_error(&format!("variables.{name}"), error)),
-            ),
-        };
-        self.states.borrow_mut()[i] = state.clone();
-        match state {
-            State::Failed(error) => Some(error),
-            _ => None,
+            Err(error) => {
+                let error = failed_before
+                    .unwrap_or_else(|| ExecutionError::function_error(&format!("variables.{name}"), error));
+                self.fail(i, error.clone());
+                Some(error)
+            }
         }
+    }
+
+    /// Variable `i` failed with `error`; it stays unbound.
+    fn fail(&self, i: usize, error: ExecutionError) {
+        self.states.borrow_mut()[i] = State::Failed(error);
     }
 }
 

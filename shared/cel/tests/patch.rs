@@ -93,3 +93,22 @@ fn a_variable_is_evaluated_only_when_read_and_fails_only_what_reads_it() {
     assert!(matches!(ran[1], Ok(Value::Bool(false))), "{ran:?}");
     assert!(ran[2].as_ref().is_err_and(|e| e.contains("variables.a") && e.contains("missing")), "{ran:?}");
 }
+
+#[test]
+fn a_variable_may_not_read_a_later_one() {
+    // A variable naming one declared after it fails whatever was evaluated
+    // first (the API server does not compile it).
+    let early = compile("variables.late + 1", u64::MAX).expect("compiles");
+    let late = compile("1", u64::MAX).expect("compiles");
+    let late_first = compile("variables.late == 1", u64::MAX).expect("compiles");
+    let early_then = compile("variables.early == 2", u64::MAX).expect("compiles");
+    let variables = [("early", &early), ("late", &late)];
+    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
+        scope.with_variables(variables, |scope| {
+            [&late_first, &early_then].map(|e| scope.execute(e).map_err(|e| e.to_string()))
+        })
+    })
+    .expect("within the limits");
+    assert!(matches!(ran[0], Ok(Value::Bool(true))), "{ran:?}");
+    assert!(ran[1].as_ref().is_err_and(|e| e.contains("not declared before it")), "{ran:?}");
+}
