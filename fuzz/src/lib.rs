@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use portcullis_admission::{Decision, Request, encode};
 use portcullis_cel::budget::{Limit, Limits};
-use portcullis_validator::evaluate::{Cluster, NamespaceLabels, Settings, decide, evaluate};
+use portcullis_validator::evaluate::{Cluster, KnownNamespaces, Settings, decide, evaluate};
 use portcullis_validator::params::NoParams;
 use serde_json::Value;
 
@@ -25,10 +25,14 @@ use serde_json::Value;
 #[derive(Debug)]
 pub struct Namespaces;
 
-impl NamespaceLabels for Namespaces {
+impl KnownNamespaces for Namespaces {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         let team = (name == "demo").then(|| ("team".to_owned(), "a".to_owned()));
         Some(BTreeMap::from_iter(team.into_iter().chain([("kubernetes.io/metadata.name".to_owned(), name.to_owned())])))
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
+        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use portcullis_admission::native_match::namespace_object_for;
 use portcullis_admission::{Decision, Request, json};
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::{Bindings, Converted};
@@ -40,7 +41,7 @@ pub enum FindingKind {
     Error,
 }
 
-pub use portcullis_admission::native_match::NamespaceLabels;
+pub use portcullis_admission::native_match::KnownNamespaces;
 
 /// The limits and context of an evaluation.
 #[derive(Debug, Clone)]
@@ -102,7 +103,7 @@ pub struct Exempted {
 #[allow(missing_debug_implementations)] // trait objects without Debug
 pub struct Cluster<'a> {
     /// Namespace labels, for `namespaceSelector`.
-    pub namespaces: &'a dyn NamespaceLabels,
+    pub namespaces: &'a dyn KnownNamespaces,
     /// Parameter objects, for `paramKind`.
     pub params: &'a dyn ParamSource,
 }
@@ -163,11 +164,21 @@ pub fn evaluate(
     if !with_cel.is_empty() {
         // Converted once, as far as any policy reads it, and borrowed by
         // every policy's evaluation.
-        let bindings = Bindings::of(req, &set.cel_reads);
+        // The namespace is looked up only when an expression reads it; when
+        // it is not known, the policies that read it fail.
+        let namespace_object = match set.cel_reads.namespace_object {
+            Some(_) => namespace_object_for(namespaces, req),
+            None => Ok(None),
+        };
+        let bindings = Bindings::of(req, namespace_object.as_ref().ok().and_then(Option::as_ref), &set.cel_reads);
         let mut judged = Judged { findings, exceeded: Vec::new(), audit_annotations: Vec::new() };
         let namespace = inner.namespace.as_deref().unwrap_or_default();
         for index in with_cel {
             let policy = &set.policies[index];
+            if let (Err(unknown), Some(_)) = (&namespace_object, &policy.cel.data_reads.namespace_object) {
+                misconfigured(policy, "policy", unknown, &mut judged.findings);
+                continue;
+            }
             let matched = match &policy.params {
                 None => judged.record(policy, req, subject, policy.cel.evaluate(&bindings, None, limits, deadline)),
                 // With a selector, the policy is judged once per parameter object.

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::evaluate::NamespaceLabels;
+use crate::evaluate::KnownNamespaces;
 use crate::exception::Exception;
 pub use portcullis_admission::native_match::{NativeMatch, UnknownNamespace, label_lookup};
 
@@ -115,7 +115,7 @@ impl Matching {
     pub fn applies(
         &self,
         system_namespaces: &[String],
-        namespaces: &dyn NamespaceLabels,
+        namespaces: &dyn KnownNamespaces,
         req: &Request,
     ) -> Result<bool, UnknownNamespace> {
         match self {
@@ -149,7 +149,7 @@ impl Match {
     pub fn applies(
         &self,
         system_namespaces: &[String],
-        namespaces: &dyn NamespaceLabels,
+        namespaces: &dyn KnownNamespaces,
         req: &Request,
     ) -> Result<bool, UnknownNamespace> {
         let m = self;
@@ -194,7 +194,7 @@ impl Match {
             if namespace.is_empty() {
                 return Ok(true); // other cluster-scoped objects are never skipped by a namespaceSelector
             }
-            let labels = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace(namespace.to_owned()))?;
+            let labels = namespaces.labels(namespace).ok_or_else(|| UnknownNamespace::Labels(namespace.to_owned()))?;
             return Ok(selector.matches(|k| labels.get(k).map(String::as_str)));
         }
         Ok(true)

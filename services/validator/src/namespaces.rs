@@ -1,5 +1,6 @@
-//! Namespace labels for `namespaceSelector`, kept in memory by a watch on
-//! Namespaces (metadata only), so the admission path never calls the API.
+//! The cluster's namespaces, for `namespaceSelector` (their labels) and
+//! CEL's `namespaceObject`, kept in memory by a watch on Namespaces, so the
+//! admission path never calls the API.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,35 +8,40 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_telemetry::error_chain;
 use tokio_util::sync::CancellationToken;
 
-use crate::evaluate::NamespaceLabels;
+use crate::evaluate::KnownNamespaces;
+use portcullis_admission::native_match::namespace_object;
 
 /// The watched Namespaces.
 #[derive(Debug, Clone)]
 pub struct WatchedNamespaces {
-    store: Store<PartialObjectMeta<Namespace>>,
+    store: Store<Namespace>,
     ready: Arc<AtomicBool>,
 }
 
 impl WatchedNamespaces {
     /// Starts watching with `client` until `shutdown`.
     pub fn start(client: kube::Client, shutdown: CancellationToken) -> Self {
-        // An Api of PartialObjectMeta makes metadata-only list and watch calls.
-        let api = kube::Api::<PartialObjectMeta<Namespace>>::all(client);
+        // Whole objects: `namespaceObject` has their spec and status. The
+        // managed fields are dropped as they arrive (CEL never sees them).
+        let api = kube::Api::<Namespace>::all(client);
         let (store, writer) = reflector::store();
-        let stream =
-            reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff().applied_objects();
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(|ns| ns.metadata.managed_fields = None),
+        )
+        .default_backoff()
+        .applied_objects();
         let ready = Arc::new(AtomicBool::new(false));
         let (waiting, flag) = (store.clone(), ready.clone());
         tokio::spawn(async move {
             if waiting.wait_until_ready().await.is_ok() {
                 flag.store(true, Ordering::Relaxed);
-                tracing::info!("namespace labels are in memory");
+                tracing::info!("namespaces are in memory");
             }
         });
         tokio::spawn(async move {
@@ -60,9 +66,15 @@ impl WatchedNamespaces {
     }
 }
 
-impl NamespaceLabels for WatchedNamespaces {
+impl KnownNamespaces for WatchedNamespaces {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         let ns = self.store.get(&ObjectRef::new(name))?;
         Some(ns.metadata.labels.clone().unwrap_or_default())
+    }
+
+    fn object(&self, name: &str) -> Option<serde_json::Value> {
+        let ns = self.store.get(&ObjectRef::new(name))?;
+        // A Namespace always serializes.
+        Some(namespace_object(&serde_json::to_value(&*ns).ok()?))
     }
 }

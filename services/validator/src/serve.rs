@@ -12,7 +12,7 @@ use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
 use crate::cli::{PolicyArgs, Serve};
 use crate::cluster::{Catalogs, Reader};
-use crate::evaluate::{NamespaceLabels, Settings};
+use crate::evaluate::{KnownNamespaces, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
 use crate::params::WatchedParams;
@@ -60,14 +60,14 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         Source::Cluster => None,
     };
     // Namespaces and parameter objects are watched when the API is in use;
-    // without it no namespace labels and no parameter objects are known.
+    // without it no namespaces and no parameter objects are known.
     let client = if args.watch_namespaces || matches!(source, Source::Cluster) {
         let client = kube::Client::try_default().await.context(Hinted::new(
             "connecting to the Kubernetes API to watch Namespaces (and, with --watch-resources, the policies)",
             format!(
-                "--watch-namespaces=false with --policy serves without it (policies with a namespaceSelector then \
-                 follow their failure policy, and those with a paramKind find no parameter objects: their \
-                 parameterNotFoundAction decides); else {KUBECONFIG_HINT}"
+                "--watch-namespaces=false with --policy serves without it (policies with a namespaceSelector or \
+                 reading namespaceObject then follow their failure policy, and those with a paramKind find no \
+                 parameter objects: their parameterNotFoundAction decides); else {KUBECONFIG_HINT}"
             ),
         ))?;
         Some(client)
@@ -75,7 +75,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         None
     };
     let first = initial.as_ref().map(|(_, p)| p.param_kinds()).unwrap_or_default();
-    let (namespaces, params, namespaces_ready): (Arc<dyn NamespaceLabels>, Option<Arc<WatchedParams>>, ReadyCheck) =
+    let (namespaces, params, namespaces_ready): (Arc<dyn KnownNamespaces>, Option<Arc<WatchedParams>>, ReadyCheck) =
         match &client {
             Some(client) if args.watch_namespaces => {
                 let watched = WatchedNamespaces::start(client.clone(), shutdown.clone());

@@ -15,7 +15,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::evaluate::{Cluster, Evaluation, Exempted, NamespaceLabels, Settings, decide, evaluate};
+use crate::evaluate::{Cluster, Evaluation, Exempted, KnownNamespaces, Settings, decide, evaluate};
 use crate::params::{NoParams, ParamSource};
 use crate::policy::{Action, PolicySet};
 
@@ -39,13 +39,18 @@ struct FindingLabels {
     action: &'static str,
 }
 
-/// No namespace labels known (offline, or without API access): policies
-/// with a `namespaceSelector` follow their failure policy.
+/// No namespace known (offline, or without API access): policies with a
+/// `namespaceSelector`, or reading `namespaceObject` of a namespaced
+/// object, follow their failure policy.
 #[derive(Debug, Default)]
 pub struct NoNamespaces;
 
-impl NamespaceLabels for NoNamespaces {
+impl KnownNamespaces for NoNamespaces {
     fn labels(&self, _: &str) -> Option<BTreeMap<String, String>> {
+        None
+    }
+
+    fn object(&self, _: &str) -> Option<serde_json::Value> {
         None
     }
 }
@@ -54,7 +59,7 @@ impl NamespaceLabels for NoNamespaces {
 pub struct Validator {
     policies: ArcSwap<PolicySet>,
     settings: Settings,
-    namespaces: Arc<dyn NamespaceLabels>,
+    namespaces: Arc<dyn KnownNamespaces>,
     params: Arc<dyn ParamSource>,
     workers: Workers,
     findings: Family<FindingLabels, Counter>,
@@ -74,7 +79,7 @@ impl Validator {
     pub fn new(
         policies: PolicySet,
         settings: Settings,
-        namespaces: Arc<dyn NamespaceLabels>,
+        namespaces: Arc<dyn KnownNamespaces>,
         workers: Workers,
     ) -> Self {
         Self {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::workers::Workers;
 use portcullis_validator::cel::Outcome;
-use portcullis_validator::evaluate::NamespaceLabels;
+use portcullis_validator::evaluate::KnownNamespaces;
 use portcullis_validator::webhook::Validator;
 use serde_json::{Value, json};
 use support::{create, messages, run, update};
@@ -243,9 +243,13 @@ fn evaluation_errors_follow_the_failure_policy() {
 
 struct Namespaces(BTreeMap<String, BTreeMap<String, String>>);
 
-impl NamespaceLabels for Namespaces {
+impl KnownNamespaces for Namespaces {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.0.get(name).cloned()
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
+        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
     }
 }
 
@@ -298,16 +302,44 @@ spec:
 
 #[test]
 fn variables_portcullis_does_not_bind_are_refused_at_load() {
-    for (expression, variable) in [
-        ("has(namespaceObject.metadata.labels)", "namespaceObject"),
-        ("authorizer.group('apps').resource('deployments').check('create').allowed()", "authorizer"),
-    ] {
-        let yaml = format!(
-            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\nspec:\n  validations:\n    - expression: \"{expression}\"\n"
-        );
-        let refused = support::policies_with_cost_limit(&yaml, u64::MAX).unwrap_err();
-        assert!(refused.contains(&format!("uses `{variable}`, which Portcullis does not provide")), "{refused}");
-    }
+    let expression = "authorizer.group('apps').resource('deployments').check('create').allowed()";
+    let yaml = format!(
+        "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\nspec:\n  validations:\n    - expression: \"{expression}\"\n"
+    );
+    let refused = support::policies_with_cost_limit(&yaml, u64::MAX).unwrap_err();
+    assert!(refused.contains("uses `authorizer`, which Portcullis does not provide"), "{refused}");
+}
+
+/// `namespaceObject` is the object's namespace, `null` for a cluster-scoped
+/// object and for a Namespace itself; an unknown namespace fails the
+/// policies that read it, and only those.
+#[test]
+fn namespace_object_is_the_objects_namespace() {
+    let policy = |name: &str, expression: &str| {
+        format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: {name}}}\nspec:\n  validations:\n    - expression: \"{expression}\"\n      message: {name}\n"
+        )
+    };
+    let yaml = [
+        policy("prod-only", "namespaceObject == null || namespaceObject.metadata.?labels.?env.orValue('') == 'prod'"),
+        policy("named", "namespaceObject == null || namespaceObject.metadata.name == object.metadata.namespace"),
+        policy("cluster-scoped", "has(object.metadata.namespace) || namespaceObject == null"),
+    ]
+    .join("---\n");
+    let namespaces = Namespaces(BTreeMap::from([
+        ("shop".to_owned(), BTreeMap::from([("env".to_owned(), "prod".to_owned())])),
+        ("lab".to_owned(), BTreeMap::new()),
+    ]));
+    let v = support::validator_with(&yaml, Arc::new(namespaces));
+    let cm = |ns: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": ns}});
+    assert!(run(&v, &create(cm("shop"))).0);
+    let (allowed, message, _, _) = run(&v, &create(cm("lab")));
+    assert!(!allowed && message.contains("prod-only") && !message.contains("named"), "{message}");
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lab"}});
+    assert!(run(&v, &create(namespace)).0, "a Namespace's own namespaceObject is null");
+    let (allowed, message, _, _) = run(&v, &create(cm("unknown")));
+    assert!(!allowed, "an unknown namespace fails closed under failurePolicy Fail");
+    assert!(message.contains("namespace unknown is not known, so namespaceObject cannot be bound"), "{message}");
 }
 
 #[test]

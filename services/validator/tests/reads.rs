@@ -95,8 +95,8 @@ fn only_what_is_read_is_converted_and_every_outcome_is_the_same() {
         let set = support::policies_with_cost_limit(yaml, u64::MAX).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         for review in reviews() {
             let req = decode(&serde_json::to_vec(&review).unwrap()).unwrap();
-            let pruned = Bindings::of(&req, &set.cel_reads);
-            let whole = Bindings::of(&req, &DataReads::everything());
+            let pruned = Bindings::of(&req, None, &set.cel_reads);
+            let whole = Bindings::of(&req, None, &DataReads::everything());
             for policy in &set.policies {
                 let expected = policy.cel.evaluate(&whole, None, limits, far);
                 let got = policy.cel.evaluate(&pruned, None, limits, far);
@@ -164,7 +164,7 @@ fn parameter_objects_too_are_converted_only_as_far_as_they_are_read() {
         let pruned = portcullis_cel::Converted::reading(&config_map, rules.data_reads.params.as_ref());
         for review in reviews() {
             let req = decode(&serde_json::to_vec(&review).unwrap()).unwrap();
-            let bindings = Bindings::of(&req, &set.cel_reads);
+            let bindings = Bindings::of(&req, None, &set.cel_reads);
             let expected = rules.evaluate(&bindings, Some(&whole), limits, far);
             let got = rules.evaluate(&bindings, Some(&pruned), limits, far);
             assert_eq!(got, expected, "{expression}");

@@ -10,7 +10,7 @@ use portcullis_admission::{decode, manifest};
 use portcullis_cel::Bindings;
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::workers::Workers;
-use portcullis_validator::evaluate::{Finding, NamespaceLabels, Settings};
+use portcullis_validator::evaluate::{Finding, KnownNamespaces, Settings};
 use portcullis_validator::policy::{PolicySet, SYSTEM_NAMESPACES};
 use portcullis_validator::webhook::{NoNamespaces, Validator};
 use serde_json::Value;
@@ -34,7 +34,7 @@ pub(crate) fn policies_with_cost_limit(yaml: &str, limit: u64) -> Result<PolicyS
         .map_err(|e| portcullis_telemetry::error_chain(&e))
 }
 
-pub(crate) fn validator_with(yaml: &str, namespaces: Arc<dyn NamespaceLabels>) -> Validator {
+pub(crate) fn validator_with(yaml: &str, namespaces: Arc<dyn KnownNamespaces>) -> Validator {
     Validator::new(policies(yaml), settings(), namespaces, Workers::new(1).unwrap())
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn create(object: Value) -> Value {
 /// The CEL variables of a request creating `object`, converted whole.
 pub(crate) fn bindings(object: Value) -> Bindings {
     let req = decode(&serde_json::to_vec(&create(object)).unwrap()).unwrap();
-    Bindings::of(&req, &DataReads::everything())
+    Bindings::of(&req, None, &DataReads::everything())
 }
 
 /// An UPDATE review from `old` to `new`.

@@ -13,44 +13,127 @@ use serde_json::Value;
 use crate::selector::LabelSelector;
 use crate::{Request, json, operation_name};
 
-/// The labels of the cluster's namespaces, as far as they are known.
-pub trait NamespaceLabels: Send + Sync {
+/// The cluster's namespaces, as far as they are known: their labels, for
+/// `namespaceSelector`, and the objects, for CEL's `namespaceObject`.
+pub trait KnownNamespaces: Send + Sync {
     /// The labels of namespace `name`, or `None` when it is not known.
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
+
+    /// Namespace `name` as CEL's `namespaceObject` is bound to it
+    /// ([`namespace_object`]), or `None` when it is not known.
+    fn object(&self, name: &str) -> Option<Value>;
 }
 
-/// A namespace whose labels have not been seen (yet).
+/// A namespace that has not been seen (yet).
 #[derive(Debug, thiserror::Error)]
-#[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
-pub struct UnknownNamespace(pub String);
+pub enum UnknownNamespace {
+    /// Its labels were needed.
+    #[error("the labels of namespace {0} are not known, so namespaceSelector cannot be evaluated")]
+    Labels(String),
+    /// The object was needed.
+    #[error("namespace {0} is not known, so namespaceObject cannot be bound")]
+    Object(String),
+}
 
-/// The namespaces declared among manifests, for `namespaceSelector`
-/// offline (`check`, `mutate`).
+/// What CEL's `namespaceObject` is for `req`, as the API server binds it:
+/// `None` (`null`) for a cluster-scoped object and for a Namespace itself,
+/// else its namespace ([`namespace_object`]); `Err` when that is not known.
+pub fn namespace_object_for(
+    namespaces: &dyn KnownNamespaces,
+    req: &Request,
+) -> Result<Option<Value>, UnknownNamespace> {
+    let kind = &req.inner.kind;
+    // The API server gives a Namespace its own name as its namespace, and
+    // unsets it here.
+    let is_namespace = kind.group.is_empty() && kind.version == "v1" && kind.kind == "Namespace";
+    match req.inner.namespace.as_deref().filter(|n| !n.is_empty() && !is_namespace) {
+        None => Ok(None),
+        Some(name) => namespaces.object(name).map(Some).ok_or_else(|| UnknownNamespace::Object(name.to_owned())),
+    }
+}
+
+/// `namespace` (a Namespace object) reduced to what the API server binds to
+/// `namespaceObject`: its `spec`, its `status`, and of its metadata the
+/// name, generateName, namespace, uid, resourceVersion, generation,
+/// creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds,
+/// labels, annotations and finalizers (no managedFields, no owners, no
+/// `apiVersion` or `kind`).
+pub fn namespace_object(namespace: &Value) -> Value {
+    const METADATA: [&str; 12] = [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "finalizers",
+    ];
+    let mut reduced = serde_json::Map::new();
+    if let Some(metadata) = namespace.get("metadata").and_then(Value::as_object) {
+        let kept = METADATA.iter().filter_map(|&k| Some((k.to_owned(), metadata.get(k)?.clone())));
+        reduced.insert("metadata".to_owned(), Value::Object(kept.collect()));
+    }
+    for part in ["spec", "status"] {
+        if let Some(value) = namespace.get(part) {
+            reduced.insert(part.to_owned(), value.clone());
+        }
+    }
+    Value::Object(reduced)
+}
+
+/// A namespace known by its name and labels alone, as `namespaceObject`
+/// shows it: for tests and for namespaces made up offline.
+pub fn labelled_namespace(name: &str, labels: BTreeMap<String, String>) -> Value {
+    serde_json::json!({"metadata": {"name": name, "labels": labels}})
+}
+
+/// The namespaces declared among manifests, for `namespaceSelector` and
+/// `namespaceObject` offline (`check`, `mutate`).
 #[derive(Debug, Default)]
-pub struct ManifestNamespaces(BTreeMap<String, BTreeMap<String, String>>);
+pub struct ManifestNamespaces(BTreeMap<String, Value>);
 
 impl ManifestNamespaces {
-    /// The `Namespace` objects among `documents`, each labelled
-    /// `kubernetes.io/metadata.name` as the API server labels every
-    /// namespace.
+    /// The `Namespace` objects among `documents`, reduced as
+    /// [`namespace_object`] reduces them, each labelled
+    /// `kubernetes.io/metadata.name` and, unless it says otherwise, with
+    /// the `kubernetes` finalizer and the `Active` phase, as the API server
+    /// stores every new namespace.
     pub fn from_documents<'a>(documents: impl IntoIterator<Item = &'a Value>) -> Self {
         let namespaces = documents
             .into_iter()
             .filter(|o| o["kind"] == "Namespace")
             .filter_map(|o| {
                 let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
-                let labels = o.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok());
-                let mut labels: BTreeMap<String, String> = labels.unwrap_or_default();
-                labels.insert("kubernetes.io/metadata.name".to_owned(), name.clone());
-                Some((name, labels))
+                let mut object = namespace_object(o);
+                let fields = object.as_object_mut()?;
+                // What the API server stores for a new namespace, unless the
+                // document says otherwise.
+                let spec = fields.entry("spec").or_insert_with(|| serde_json::json!({}));
+                spec.as_object_mut()?.entry("finalizers").or_insert_with(|| serde_json::json!(["kubernetes"]));
+                let status = fields.entry("status").or_insert_with(|| serde_json::json!({}));
+                status.as_object_mut()?.entry("phase").or_insert_with(|| serde_json::json!("Active"));
+                let metadata = fields.get_mut("metadata")?.as_object_mut()?;
+                let labels = metadata.entry("labels").or_insert_with(|| serde_json::json!({}));
+                labels.as_object_mut()?.insert("kubernetes.io/metadata.name".to_owned(), Value::String(name.clone()));
+                Some((name, object))
             })
             .collect();
         Self(namespaces)
     }
 }
 
-impl NamespaceLabels for ManifestNamespaces {
+impl KnownNamespaces for ManifestNamespaces {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        let labels = self.0.get(name)?.pointer("/metadata/labels")?.as_object()?;
+        Some(labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
         self.0.get(name).cloned()
     }
 }
@@ -148,7 +231,7 @@ impl NativeMatch {
 
     /// Whether the policy, through this binding, judges `req`; `Err` when
     /// the namespace's labels are needed and not known.
-    pub fn applies(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
+    pub fn applies(&self, namespaces: &dyn KnownNamespaces, req: &Request) -> Result<bool, UnknownNamespace> {
         let resource = &req.inner.resource;
         // The API server never runs a policy on the policies themselves.
         if resource.group == "admissionregistration.k8s.io" && POLICY_RESOURCES.contains(&resource.resource.as_str()) {
@@ -208,7 +291,7 @@ impl Constraints {
     /// excluded rules, then the rules (none: every request); a namespace
     /// whose labels are not known is an error only for a request the rest
     /// matches, as the API server postpones its lookup error.
-    fn matches(&self, namespaces: &dyn NamespaceLabels, req: &Request) -> Result<bool, UnknownNamespace> {
+    fn matches(&self, namespaces: &dyn KnownNamespaces, req: &Request) -> Result<bool, UnknownNamespace> {
         let namespace = req.inner.namespace.as_deref().unwrap_or_default();
         let is_namespace = is_namespace_resource(req);
         let mut unknown = None;
@@ -220,7 +303,7 @@ impl Constraints {
                 match namespaces.labels(namespace) {
                     Some(known) => Some(self.namespace_selector.matches(|k| known.get(k).map(String::as_str))),
                     None => {
-                        unknown = Some(UnknownNamespace(namespace.to_owned()));
+                        unknown = Some(UnknownNamespace::Labels(namespace.to_owned()));
                         None
                     }
                 }
@@ -314,4 +397,60 @@ fn any(list: &[String], value: &str) -> bool {
 fn is_namespace_resource(req: &Request) -> bool {
     let resource = &req.inner.resource;
     resource.resource == "namespaces" && resource.group.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn request(object: Value) -> Request {
+        let review = crate::manifest::as_review(object).expect("a review");
+        crate::decode(&serde_json::to_vec(&review).expect("json")).expect("a request")
+    }
+
+    #[test]
+    fn namespace_object_keeps_what_the_api_server_keeps() {
+        let stored = json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "shop", "uid": "u", "labels": {"env": "prod"},
+                         "managedFields": [{"manager": "kubectl"}], "ownerReferences": []},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}
+        });
+        assert_eq!(
+            namespace_object(&stored),
+            json!({"metadata": {"name": "shop", "uid": "u", "labels": {"env": "prod"}},
+                   "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+        );
+    }
+
+    #[test]
+    fn a_manifest_namespace_is_what_the_api_server_would_store() {
+        let documents = [json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})];
+        let namespaces = ManifestNamespaces::from_documents(&documents);
+        assert_eq!(
+            namespaces.object("shop"),
+            Some(json!({"metadata": {"name": "shop", "labels": {"kubernetes.io/metadata.name": "shop"}},
+                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
+        );
+        assert_eq!(namespaces.labels("shop").map(|l| l.len()), Some(1));
+    }
+
+    #[test]
+    fn namespace_object_is_null_for_cluster_scoped_objects_and_namespaces() {
+        let documents = [json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})];
+        let namespaces = ManifestNamespaces::from_documents(&documents);
+        let cm =
+            |ns: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": ns}});
+        let found = namespace_object_for(&namespaces, &request(cm("shop"))).expect("known");
+        assert_eq!(found.as_ref().and_then(|n| n.pointer("/metadata/name")), Some(&json!("shop")));
+        let unknown = namespace_object_for(&namespaces, &request(cm("lab")));
+        assert!(matches!(unknown, Err(UnknownNamespace::Object(name)) if name == "lab"));
+        let role =
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
+        assert_eq!(namespace_object_for(&namespaces, &request(role)).expect("cluster-scoped"), None);
+        let itself = request(documents[0].clone());
+        assert_eq!(namespace_object_for(&namespaces, &itself).expect("a namespace"), None);
+    }
 }

@@ -12,15 +12,20 @@ use crate::cost;
 /// alongside the evaluation deadline.
 pub const MAX_EXPRESSION_LEN: usize = 5_000;
 
-/// Variables of Kubernetes' admission CEL that Portcullis does not bind,
-/// and why: an expression using one is refused at load rather than failing
-/// on every request.
-const UNSUPPORTED_VARIABLES: [(&str, &str); 2] = [
+/// Variables of Kubernetes' admission CEL that Portcullis does not bind
+/// everywhere, where it does not, and why: an expression using one is
+/// refused at load rather than failing on every request.
+const UNSUPPORTED_VARIABLES: [(&str, Option<Environment>, &str); 2] = [
     (
         "namespaceObject",
-        "the namespace object is not bound; select on its labels with the policy's `namespaceSelector`",
+        Some(Environment::Mutation),
+        "the injector does not watch namespaces; select them with the webhook's or the binding's `namespaceSelector`",
     ),
-    ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)"),
+    (
+        "authorizer",
+        None,
+        "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)",
+    ),
 ];
 
 /// A compiled expression with its source.
@@ -163,7 +168,11 @@ pub fn compile_in(environment: Environment, source: &str, cost_limit: u64) -> Re
     let program = Program::compile_with(parser, source)
         .map_err(|error| CompileError::Syntax { expression: source.to_owned(), error })?;
     let references = program.references();
-    if let Some((variable, why)) = UNSUPPORTED_VARIABLES.into_iter().find(|(v, _)| references.has_variable(v)) {
+    let unsupported = UNSUPPORTED_VARIABLES
+        .into_iter()
+        .filter(|(_, only_in, _)| only_in.is_none_or(|e| e == environment))
+        .find(|(v, _, _)| references.has_variable(v));
+    if let Some((variable, _, why)) = unsupported {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
     }
     if let Some(type_name) = undeclared_type(program.expression(), environment) {
@@ -219,8 +228,12 @@ mod tests {
     #[test]
     fn refuses_what_would_fail_on_every_request() {
         assert!(matches!(compile("object.", u64::MAX), Err(CompileError::Syntax { .. })));
-        let unsupported = compile("namespaceObject.metadata.name == 'x'", u64::MAX);
-        assert!(matches!(unsupported, Err(CompileError::Unsupported { variable: "namespaceObject", .. })));
+        let unsupported = compile("authorizer.requestResource.check('get').allowed()", u64::MAX);
+        assert!(matches!(unsupported, Err(CompileError::Unsupported { variable: "authorizer", .. })));
+        let namespace = "namespaceObject.metadata.name == 'x'";
+        assert!(compile(namespace, u64::MAX).is_ok(), "the validator binds namespaceObject");
+        let in_mutation = compile_in(Environment::Mutation, namespace, u64::MAX);
+        assert!(matches!(in_mutation, Err(CompileError::Unsupported { variable: "namespaceObject", .. })));
         let long = "1 + ".repeat(MAX_EXPRESSION_LEN) + "1";
         assert!(matches!(compile(&long, u64::MAX), Err(CompileError::TooLong(_))));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");

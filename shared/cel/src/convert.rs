@@ -34,25 +34,27 @@ impl Converted {
     }
 }
 
-/// `object`, `oldObject` and `request` as CEL values, converted once per
-/// admission request and borrowed by every evaluation.
+/// `object`, `oldObject`, `request` and `namespaceObject` as CEL values,
+/// converted once per admission request and borrowed by every evaluation.
 #[derive(Debug)]
 pub struct Bindings {
     pub(crate) object: Converted,
     pub(crate) old_object: Converted,
     pub(crate) request: Converted,
+    pub(crate) namespace_object: Converted,
 }
 
 impl Bindings {
-    /// The objects and the request of an admission request, as far as
-    /// `reads` says expressions read them.
-    pub fn of(req: &Request, reads: &DataReads) -> Self {
-        Self::with_object(req, req.object.as_ref(), reads)
+    /// The objects and the request of an admission request, and
+    /// `namespace` as `namespaceObject` (`None`: `null`, as for a
+    /// cluster-scoped object), as far as `reads` says expressions read them.
+    pub fn of(req: &Request, namespace: Option<&Value>, reads: &DataReads) -> Self {
+        Self::with_object(req, req.object.as_ref(), namespace, reads)
     }
 
     /// As [`Bindings::of`], with `object` in place of the request's own (a
     /// mutation sees the object as the mutations before it left it).
-    pub fn with_object(req: &Request, object: Option<&Value>, reads: &DataReads) -> Self {
+    pub fn with_object(req: &Request, object: Option<&Value>, namespace: Option<&Value>, reads: &DataReads) -> Self {
         let part = |value: Option<&Value>, reads: &Option<Reads>| match value {
             Some(value) => Converted::reading(value, reads.as_ref()),
             None => Converted::null(),
@@ -61,6 +63,7 @@ impl Bindings {
             object: part(object, &reads.object),
             old_object: part(req.old_object.as_ref(), &reads.old_object),
             request: reads.request.as_ref().map_or_else(Converted::null, |r| Converted(request(req, r))),
+            namespace_object: part(namespace, &reads.namespace_object),
         }
     }
 }
@@ -188,7 +191,7 @@ mod tests {
         for source in ["object.metadata.name == 'c'", "has(object.metadata.annotations)", "request.operation != ''"] {
             reads.add(&crate::compile(source, u64::MAX).unwrap());
         }
-        let bindings = Bindings::of(&req, &reads);
+        let bindings = Bindings::of(&req, None, &reads);
         assert_eq!(keys(bindings.object.0.as_ref()), ["metadata"]);
         let metadata = bindings.object.0.downcast_ref::<CelMap>().unwrap().get_str("metadata").unwrap();
         assert_eq!(keys(metadata), ["annotations", "name"]);
@@ -196,7 +199,7 @@ mod tests {
         assert!(annotations.downcast_ref::<CelNull>().is_some(), "only has() reads it: a placeholder");
         assert_eq!(keys(bindings.request.0.as_ref()), ["operation"]);
         assert!(bindings.old_object.0.downcast_ref::<CelNull>().is_some(), "oldObject is not read");
-        let whole = Bindings::of(&req, &DataReads::everything());
+        let whole = Bindings::of(&req, None, &DataReads::everything());
         assert_eq!(keys(whole.object.0.as_ref()), ["apiVersion", "data", "kind", "metadata", "status"]);
     }
 }

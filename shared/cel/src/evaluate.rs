@@ -228,6 +228,7 @@ pub fn evaluate<'e, T>(
         ctx.add_variable_borrowed("oldObject", bindings.old_object.0.as_ref());
         ctx.add_variable_borrowed("request", bindings.request.0.as_ref());
         ctx.add_variable_borrowed("params", params.unwrap_or(&null).0.as_ref());
+        ctx.add_variable_borrowed("namespaceObject", bindings.namespace_object.0.as_ref());
         run(&Scope { ctx, meter: &meter, current: &current, variables: None })
     });
     match meter.stopped() {

@@ -1,7 +1,8 @@
 //! One CEL engine for Portcullis: the language of Kubernetes' admission
 //! policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), with the
 //! Kubernetes CEL library registered and `object`, `oldObject`, `request`,
-//! `params` and `variables` bound as the API server binds them.
+//! `params`, `namespaceObject` and `variables` bound as the API server binds
+//! them.
 //!
 //! Every webhook and the audit evaluate through this crate, so they share
 //! one budget: an expression is compiled once, at load ([`compile`]), and

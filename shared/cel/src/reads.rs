@@ -1,5 +1,5 @@
 //! What the CEL expressions of a policy set read of `object`, `oldObject`,
-//! `request` and `params`, found in their syntax trees at load, so that
+//! `request`, `params` and `namespaceObject`, found in their syntax trees at load, so that
 //! each request converts only that into CEL values: an object's
 //! `managedFields`, `status` or a `last-applied-configuration` annotation,
 //! or a parameter ConfigMap's unread keys, cost nothing.
@@ -71,6 +71,8 @@ pub struct DataReads {
     pub request: Option<Reads>,
     /// Of `params` (each parameter object, per policy).
     pub params: Option<Reads>,
+    /// Of `namespaceObject` (the request's namespace).
+    pub namespace_object: Option<Reads>,
     /// Of `variables`: which of a policy's variables (not request data, so
     /// never converted; what [`Expression::variables_read`] answers).
     pub variables: Option<Reads>,
@@ -85,6 +87,7 @@ impl DataReads {
             old_object: whole.clone(),
             request: whole.clone(),
             params: whole.clone(),
+            namespace_object: whole.clone(),
             variables: whole,
         }
     }
@@ -105,6 +108,7 @@ impl DataReads {
             (&mut self.old_object, &other.old_object),
             (&mut self.request, &other.request),
             (&mut self.params, &other.params),
+            (&mut self.namespace_object, &other.namespace_object),
             (&mut self.variables, &other.variables),
         ] {
             if let Some(theirs) = theirs {
@@ -122,14 +126,14 @@ impl DataReads {
             "oldObject" => Some(&mut self.old_object),
             "request" => Some(&mut self.request),
             "params" => Some(&mut self.params),
+            "namespaceObject" => Some(&mut self.namespace_object),
             "variables" => Some(&mut self.variables),
             _ => None,
         }
     }
 
-    /// Widens what `variable` reads; names other than the four pruned
-    /// variables and `variables` (loop variables, `namespaceObject`) are
-    /// not kept.
+    /// Widens what `variable` reads; names other than the five pruned
+    /// variables and `variables` (loop variables) are not kept.
     fn record(&mut self, variable: &str, reads: Reads) {
         if let Some(slot) = self.slot(variable) {
             match slot {

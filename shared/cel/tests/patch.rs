@@ -14,7 +14,7 @@ fn bindings() -> Bindings {
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
     let review = as_review(object).expect("a review");
     let req = portcullis_admission::decode(&serde_json::to_vec(&review).expect("json")).expect("decodes");
-    Bindings::of(&req, &DataReads::everything())
+    Bindings::of(&req, None, &DataReads::everything())
 }
 
 fn far() -> Instant {

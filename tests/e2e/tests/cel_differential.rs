@@ -134,6 +134,14 @@ const CASES: &[Case] = &[
         ("!has(object.data) || !('mem' in object.data) || object.data.mem.endsWith('i')", Some("binary units"), None),
         ("object.metadata.name.indexOf('-') != 0", None, None),
     ]),
+    // The object's namespace (given to `check` among the objects).
+    case(&[(
+        "!has(object.metadata.labels) || !('team' in object.metadata.labels) || \
+         namespaceObject.metadata.labels['e2e.portcullis.dev/diff'] == namespaceObject.metadata.name && \
+         object.metadata.labels.team != 'qa'",
+        None,
+        Some("'team ' + object.metadata.labels.team + ' may not be in namespace ' + namespaceObject.metadata.name"),
+    )]),
 ];
 
 /// Policies on UPDATE, judged with `oldObject` (the stored object).
@@ -475,9 +483,10 @@ fn native(name: &str, policy: &Value, ns: &str, items: &[Value], params: Vec<Val
     check(name, policy, ns, items, params)
 }
 
-/// Portcullis' verdicts, by object name, from `check` on every object.
-fn portcullis(name: &str, case: &Case, ns: &str, items: Vec<Value>) -> BTreeMap<String, Verdict> {
-    check(name, &portcullis_policy(name, case), ns, items, Vec::new())
+/// Portcullis' verdicts, by object name, from `check` on every object
+/// (the namespace among them, as for a native policy).
+fn portcullis(name: &str, case: &Case, ns: &str, items: &[Value]) -> BTreeMap<String, Verdict> {
+    native(name, &portcullis_policy(name, case), ns, items, Vec::new())
 }
 
 /// Runs `check` with `policy` over `items`, `params` given as parameter
@@ -632,7 +641,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
         let objects: Vec<Value> = (0..10).map(|i| object(&mut rng, i)).collect();
         let items: Vec<Value> = objects.iter().map(|o| in_namespace(o, &name)).collect();
         let natives = native(&name, &vap(&name, case), &name, &items, Vec::new());
-        let ours = portcullis(&name, case, &name, items);
+        let ours = portcullis(&name, case, &name, &items);
         for object in &objects {
             let object_name = object["metadata"]["name"].as_str().unwrap();
             let theirs = api_server(&api, object).await;
@@ -668,7 +677,7 @@ async fn portcullis_and_the_api_server_give_the_same_verdicts() {
             })
             .collect();
         let natives = native(&name, &vap(&name, case), &name, &reviews, Vec::new());
-        let ours = portcullis(&name, case, &name, reviews);
+        let ours = portcullis(&name, case, &name, &reviews);
         for (_, new) in &pairs {
             let object_name = new["metadata"]["name"].as_str().unwrap();
             let replacement: ConfigMap = serde_json::from_value(new.clone()).unwrap();

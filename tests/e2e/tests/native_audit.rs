@@ -1,7 +1,8 @@
 //! Native ValidatingAdmissionPolicies audited, as a platform team meets
 //! them: ConfigMaps stored before the policies exist, then three VAPs
-//! (one from Kubernetes' documentation, one with variables and a
-//! messageExpression, one with parameters) bound with Deny, Warn and Audit;
+//! (one whose limit is a label of the namespace, read through
+//! `namespaceObject`, one with variables and a messageExpression, one with
+//! parameters) bound with Deny, Warn and Audit;
 //! `portcullis-validator audit --watch-resources` reports the stored
 //! objects that break them in the namespace's OpenReport, with the VAP's
 //! name as the policy. Differential: for every object, the API server's
@@ -33,8 +34,8 @@ spec:
     resourceRules:
     - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}}
   validations:
-  - expression: "!has(object.data) || size(object.data) <= 2"
-    message: at most two keys
+  - expression: "!has(object.data) || size(object.data) <= int(namespaceObject.metadata.labels['max-keys'])"
+    messageExpression: "'at most ' + namespaceObject.metadata.labels['max-keys'] + ' keys in namespace ' + namespaceObject.metadata.name"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -146,7 +147,7 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
     ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
     let client = cluster().client().await;
     let ns = unique("native-audit");
-    namespace(&client, &ns, &[("e2e.portcullis.dev/native-audit", &ns)]).await;
+    namespace(&client, &ns, &[("e2e.portcullis.dev/native-audit", &ns), ("max-keys", "2")]).await;
     let objects = objects(&ns);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
     ok(cluster().kubectl_stdin(&["create", "-f", "-"], &list.to_string()));

@@ -4,8 +4,9 @@
 //! its edges are created there by kubectl (server-side dry run), and the
 //! same YAML is given to `portcullis-validator check` with the same
 //! objects. Denied or not, the denial's message and every warning must be
-//! the same. The example the API server can judge and Portcullis cannot
-//! (it reads `namespaceObject`) is refused by `check` with the reason.
+//! the same. The example that reads `namespaceObject` is judged by `check`
+//! with the namespace among the objects, and fails closed, with the
+//! reason, without it.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -32,6 +33,7 @@ fn examples(ns: &str) -> Vec<(String, String)> {
     let warn = format!("warn-policy.{ns}");
     let limit = format!("replicalimit-policy.{ns}");
     let images = format!("image-registry.{ns}");
+    let environment = format!("image-matches-namespace-environment.{ns}");
     vec![
         (
             demo.clone(),
@@ -79,7 +81,35 @@ fn examples(ns: &str) -> Vec<(String, String)> {
                 binding(&images, "[Deny]", "")
             ),
         ),
+        (environment.clone(), format!("{}{}", environment_example(&environment), binding(&environment, "[Deny]", ""))),
     ]
+}
+
+/// The documentation's example that reads `namespaceObject`.
+fn environment_example(name: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}}
+  variables:
+  - name: environment
+    expression: "'environment' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['environment'] : 'prod'"
+  - name: exempt
+    expression: "has(object.metadata.labels) && 'exempt' in object.metadata.labels && object.metadata.labels['exempt'] == 'true'"
+  - name: containers
+    expression: "object.spec.template.spec.containers"
+  - name: containersToCheck
+    expression: "variables.containers.filter(c, c.image.contains('example.com/'))"
+  validations:
+  - expression: "variables.exempt || variables.containersToCheck.all(c, c.image.startsWith(variables.environment + '.'))"
+    messageExpression: "'only ' + variables.environment + ' images are allowed in namespace ' + namespaceObject.metadata.name"
+"#
+    )
 }
 
 fn deployment(ns: &str, name: &str, replicas: u32, images: &[&str], labelled: bool, exempt: bool) -> Value {
@@ -109,6 +139,8 @@ fn corpus(ns: &str) -> Vec<Value> {
     }
     all.push(deployment(ns, "foreign", 1, &[good, "docker.io/nginx", "nginx:1.27"], true, false));
     all.push(deployment(ns, "foreign-exempt", 1, &["nginx"], true, true));
+    all.push(deployment(ns, "staging", 2, &["staging.example.com/web:1"], true, false));
+    // Last: every example finds fault with it.
     all.push(deployment(ns, "foreign-many", 9, &["quay.io/a", good], false, false));
     all
 }
@@ -139,7 +171,7 @@ fn api_server(object: &Value) -> Verdict {
 /// bindings select it, is among the manifests.
 fn check(policies: &str, params: &Value, ns: &str, objects: &[Value]) -> std::collections::BTreeMap<String, Verdict> {
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
-                           "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/example": ns}}});
+                           "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/example": ns, "environment": "staging"}}});
     let objects: Vec<&Value> = std::iter::once(&namespace).chain(objects).collect();
     let dir = tempfile::tempdir().expect("a test step");
     let (policy, manifests, params_file) =
@@ -186,7 +218,7 @@ fn check(policies: &str, params: &Value, ns: &str, objects: &[Value]) -> std::co
 async fn the_documentations_examples_give_the_api_servers_verdicts() {
     let client = cluster().client().await;
     let ns = unique("examples");
-    namespace(&client, &ns, &[("e2e.portcullis.dev/example", &ns)]).await;
+    namespace(&client, &ns, &[("e2e.portcullis.dev/example", &ns), ("environment", "staging")]).await;
     let params = json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": "replica-limit", "namespace": ns}, "data": {"maxReplicas": "4"}});
     ok(cluster().kubectl_stdin(&["create", "-f", "-"], &params.to_string()));
@@ -222,30 +254,17 @@ async fn the_documentations_examples_give_the_api_servers_verdicts() {
     assert!(denied > 5 && warned > 3 && denied < compared, "the corpus should deny, warn and allow");
 }
 
-/// The documentation's example that reads `namespaceObject`: the API
-/// server takes it; `check` cannot judge it and says so, never passing.
+/// The documentation's example that reads `namespaceObject`, given to
+/// `check` without the object's namespace among the manifests: it fails
+/// closed and says why, never passing.
 #[test]
-fn an_example_check_cannot_judge_is_refused_with_the_reason() {
-    let yaml = r#"
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: image-matches-namespace-environment.policy.example.com}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
-  variables:
-  - name: environment
-    expression: "'environment' in namespaceObject.metadata.labels ? namespaceObject.metadata.labels['environment'] : 'prod'"
-  validations:
-  - expression: "variables.environment == 'prod'"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: image-matches}
-spec: {policyName: image-matches-namespace-environment.policy.example.com, validationActions: [Deny]}
-"#;
+fn a_namespace_check_cannot_see_fails_closed_with_the_reason() {
+    let name = "image-matches-namespace-environment.policy.example.com";
+    let yaml = format!(
+        "{}---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {{name: image-matches}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n",
+        environment_example(name)
+    );
     let dir = tempfile::tempdir().expect("a test step");
     let policy = dir.path().join("vap.yaml");
     std::fs::write(&policy, yaml).expect("a test step");
@@ -260,12 +279,11 @@ spec: {policyName: image-matches-namespace-environment.policy.example.com, valid
         .arg(&objects)
         .output()
         .expect("a test step");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(out.stdout.is_empty(), "no verdict: {}", String::from_utf8_lossy(&out.stdout));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "denied: {stdout}");
     assert!(
-        stderr.contains("image-matches-namespace-environment.policy.example.com") && stderr.contains("namespaceObject"),
-        "{stderr}"
+        stdout.contains(name) && stdout.contains("namespace default is not known, so namespaceObject cannot be bound"),
+        "{stdout}"
     );
 }
 

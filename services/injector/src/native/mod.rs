@@ -9,8 +9,9 @@
 //!
 //! `mutate` tries a MAP before it reaches a cluster. A MAP is taken exactly
 //! when the API server would take it: what it would refuse, or what cannot
-//! be evaluated outside it (`authorizer`, `namespaceObject`), is a clear
-//! error naming the policy and the field, never a silent pass.
+//! be evaluated outside it (`authorizer`, and `namespaceObject`: the
+//! injector watches no namespaces), is a clear error naming the policy and
+//! the field, never a silent pass.
 
 pub mod own;
 pub mod params;

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use portcullis_admission::Request;
-use portcullis_admission::native_match::NamespaceLabels;
+use portcullis_admission::native_match::KnownNamespaces;
 use portcullis_cel::budget::Limits;
 use portcullis_cel::json::to_json;
 use portcullis_cel::{Bindings, Converted, Value as Cel, evaluate};
@@ -18,10 +18,10 @@ use crate::apply::{self, Atomics, MergeError, Schemas};
 
 /// What a MAP needs besides the request.
 #[derive(Clone, Copy)]
-#[allow(missing_debug_implementations)] // NamespaceLabels has no Debug
+#[allow(missing_debug_implementations)] // KnownNamespaces has no Debug
 pub struct Context<'a> {
     /// The labels of namespaces, for `namespaceSelector`.
-    pub namespaces: &'a dyn NamespaceLabels,
+    pub namespaces: &'a dyn KnownNamespaces,
     /// The schemas apply configurations are merged by.
     pub schemas: &'a Schemas,
     /// The CEL limits of each mutation.
@@ -126,7 +126,8 @@ impl NativeMutation {
         current: &Value,
         param: Option<&Converted>,
     ) -> Result<Option<Value>, String> {
-        let bindings = Bindings::with_object(req, Some(current), &self.data_reads);
+        // No `namespaceObject`: a mutation that reads it is refused at load.
+        let bindings = Bindings::with_object(req, Some(current), None, &self.data_reads);
         let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
         let result = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
             scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
@@ -154,7 +155,7 @@ impl NativeMutation {
         if self.conditions.is_empty() {
             return Ok(true);
         }
-        let bindings = Bindings::with_object(req, Some(object), &self.data_reads);
+        let bindings = Bindings::with_object(req, Some(object), None, &self.data_reads);
         let results = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
             self.conditions
                 .iter()

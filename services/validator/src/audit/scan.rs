@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::metrics::AuditMetrics;
 use super::report;
 use super::results::{Entry, ObjectId, Outcome, Results, Status};
-use crate::evaluate::{Cluster, Evaluation, FindingKind, NamespaceLabels, Settings, evaluate};
+use crate::evaluate::{Cluster, Evaluation, FindingKind, KnownNamespaces, Settings, evaluate};
 use crate::params::ParamSource;
 use crate::policy::{Action, Policy, PolicySet};
 
@@ -50,7 +50,7 @@ pub struct Auditor {
     /// Evaluation limits, as at admission.
     pub settings: Arc<Settings>,
     /// Namespace labels, for `namespaceSelector`.
-    pub namespaces: Arc<dyn NamespaceLabels>,
+    pub namespaces: Arc<dyn KnownNamespaces>,
     /// Parameter objects, for `paramKind`.
     pub params: Arc<dyn ParamSource>,
     /// Where evaluation runs: never on the async runtime.

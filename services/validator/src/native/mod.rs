@@ -10,8 +10,9 @@
 //! validator's stricter load-time cost estimate becomes a warning here, and
 //! what the API server would refuse (an expression that does not compile,
 //! `validationActions` with both Deny and Warn), or what cannot be judged
-//! outside it (`authorizer`, `namespaceObject`), is a clear error, never a
-//! silent pass.
+//! outside it (`authorizer`), is a clear error, never a silent pass.
+//! `namespaceObject` is the object's namespace, watched in a cluster and
+//! among the manifests offline; one that is not known fails the policy.
 
 pub mod builtin;
 pub mod generate;

@@ -3,18 +3,22 @@ use std::path::Path;
 use portcullis_admission::{Request, decode};
 use serde_json::{Value, json};
 
-use crate::evaluate::{Evaluation, NamespaceLabels, Settings, evaluate};
+use crate::evaluate::{Evaluation, KnownNamespaces, Settings, evaluate};
 use crate::params::FileParams;
 use crate::policy::{Action, PolicyError, PolicySet};
 
 struct Labels;
 
-impl NamespaceLabels for Labels {
+impl KnownNamespaces for Labels {
     fn labels(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
         let team = name.strip_prefix("team-").unwrap_or_default();
         let known = !team.is_empty() || name.ends_with("-system") || name == "legacy";
         let labels = [("team", team), ("kubernetes.io/metadata.name", name)];
         known.then(|| labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
+        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
     }
 }
 
