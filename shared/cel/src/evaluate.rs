@@ -84,7 +84,7 @@ impl<'e> Scope<'_, 'e> {
             self.start(expression);
             return expression.program.execute(&self.ctx);
         };
-        let failed = variables.bind(self, expression.variables_read());
+        let failed = variables.bind_read(self, expression.variables_read(), variables.declared.len());
         let values = variables.values.borrow();
         let mut ctx = self.ctx.new_inner_scope();
         ctx.add_variable_borrowed("variables", &*values);
@@ -154,10 +154,6 @@ impl<'e> Variables<'e> {
             }
         }
         failure
-    }
-
-    fn bind(&self, scope: &Scope<'_, 'e>, reads: Option<&[String]>) -> Option<ExecutionError> {
-        self.bind_read(scope, reads, self.declared.len())
     }
 
     /// Binds variable `i` unless it is already; its failure, if it failed.

@@ -61,14 +61,27 @@ fn a_passed_deadline_stops_the_first_expression() {
 
 #[test]
 fn variables_see_the_ones_before_them() {
-    let first = compile("object.data.a", u64::MAX).expect("compiles");
-    let second = compile("variables.first + '2'", u64::MAX).expect("compiles");
-    let check = compile("variables.second == '12'", u64::MAX).expect("compiles");
-    let variables = [("first", &first), ("second", &second)];
-    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
-        scope.with_variables(variables, |scope| scope.execute(&check))
-    });
-    assert!(matches!(ran, Ok(Ok(Value::Bool(true)))), "{ran:?}");
+    let variables = [("first", "object.data.a"), ("second", "variables.first + '2'")];
+    let ran = run(&variables, &["variables.second == '12'"], Limits::default());
+    assert!(matches!(ran.as_deref(), Ok([Ok(Value::Bool(true))])), "{ran:?}");
+}
+
+/// Each of `expressions` evaluated, in order, in one evaluation with
+/// `variables` (name, source) declared, under `limits`: its value or its
+/// error's message.
+fn run(
+    variables: &[(&str, &str)],
+    expressions: &[&str],
+    limits: Limits,
+) -> Result<Vec<Result<Value, String>>, Exceeded> {
+    let compiled = |source: &str| compile(source, u64::MAX).expect("compiles");
+    let declared: Vec<_> = variables.iter().map(|(name, source)| (*name, compiled(source))).collect();
+    let expressions: Vec<_> = expressions.iter().map(|source| compiled(source)).collect();
+    evaluate(&bindings(), None, limits, far(), |scope| {
+        scope.with_variables(declared.iter().map(|(name, e)| (*name, e)), |scope| {
+            expressions.iter().map(|e| scope.execute(e).map_err(|e| e.to_string())).collect()
+        })
+    })
 }
 
 #[test]
@@ -76,39 +89,38 @@ fn a_variable_is_evaluated_only_when_read_and_fails_only_what_reads_it() {
     // As the API server binds them: lazily, so a variable that fails (here
     // a missing key) fails the expressions that come to read it, and no
     // other; `b` reads `a`, so it fails with `a`'s error.
-    let a = compile("object.data.missing", u64::MAX).expect("compiles");
-    let b = compile("variables.a + '!'", u64::MAX).expect("compiles");
-    let ok = compile("object.data.a", u64::MAX).expect("compiles");
-    let unread = compile("variables.ok == '1'", u64::MAX).expect("compiles");
-    let guarded = compile("variables.ok == '2' && variables.a == 'x'", u64::MAX).expect("compiles");
-    let read = compile("variables.ok == '1' && variables.b == 'x'", u64::MAX).expect("compiles");
-    let variables = [("a", &a), ("b", &b), ("ok", &ok)];
-    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
-        scope.with_variables(variables, |scope| {
-            [&unread, &guarded, &read].map(|e| scope.execute(e).map_err(|e| e.to_string()))
-        })
-    })
-    .expect("within the limits");
+    let variables = [("a", "object.data.missing"), ("b", "variables.a + '!'"), ("ok", "object.data.a")];
+    let unread = "variables.ok == '1'";
+    let guarded = "variables.ok == '2' && variables.a == 'x'";
+    let read = "variables.ok == '1' && variables.b == 'x'";
+    let ran = run(&variables, &[unread, guarded, read], Limits::default()).expect("within the limits");
     assert!(matches!(ran[0], Ok(Value::Bool(true))), "{ran:?}");
     assert!(matches!(ran[1], Ok(Value::Bool(false))), "{ran:?}");
     assert!(ran[2].as_ref().is_err_and(|e| e.contains("variables.a") && e.contains("missing")), "{ran:?}");
 }
 
 #[test]
+fn a_variable_costs_once_however_often_it_is_read_and_nothing_when_it_is_not() {
+    // `loops` costs about 13,000 units: a per-call limit of 500 would stop
+    // it were it evaluated, and a policy budget of 20,000 would stop a
+    // second evaluation.
+    let variables = [("loops", LOOPS), ("name", "object.metadata.name")];
+    let unread = Limits { per_call: 500, per_policy: 1_000_000 };
+    let ran = run(&variables, &["variables.name == 'c'", "object.data.a == '1'"], unread);
+    assert!(matches!(ran.as_deref(), Ok([Ok(Value::Bool(true)), Ok(Value::Bool(true))])), "{ran:?}");
+    let once = Limits { per_call: 1_000_000, per_policy: 20_000 };
+    let reads = ["variables.loops", "variables.loops && variables.name == 'c'", "!variables.loops || true"];
+    let ran = run(&variables, &reads, once).expect("one evaluation of loops is within the budget");
+    assert!(ran.iter().all(|r| matches!(r, Ok(Value::Bool(true)))), "{ran:?}");
+}
+
+#[test]
 fn a_variable_may_not_read_a_later_one() {
     // A variable naming one declared after it fails whatever was evaluated
     // first (the API server does not compile it).
-    let early = compile("variables.late + 1", u64::MAX).expect("compiles");
-    let late = compile("1", u64::MAX).expect("compiles");
-    let late_first = compile("variables.late == 1", u64::MAX).expect("compiles");
-    let early_then = compile("variables.early == 2", u64::MAX).expect("compiles");
-    let variables = [("early", &early), ("late", &late)];
-    let ran = evaluate(&bindings(), None, Limits::default(), far(), |scope| {
-        scope.with_variables(variables, |scope| {
-            [&late_first, &early_then].map(|e| scope.execute(e).map_err(|e| e.to_string()))
-        })
-    })
-    .expect("within the limits");
+    let variables = [("early", "variables.late + 1"), ("late", "1")];
+    let ran = run(&variables, &["variables.late == 1", "variables.early == 2"], Limits::default())
+        .expect("within the limits");
     assert!(matches!(ran[0], Ok(Value::Bool(true))), "{ran:?}");
     assert!(ran[1].as_ref().is_err_and(|e| e.contains("not declared before it")), "{ran:?}");
 }
