@@ -62,6 +62,16 @@ pub(crate) struct Summary {
     pub server_cpu_us: Option<f64>,
 }
 
+impl Summary {
+    /// How much longer each request took than in `baseline`, µs, from the
+    /// rates (1/rate − 1/baseline rate): what a server adds per create
+    /// through the API server.
+    pub(crate) fn added_cost_us(&self, baseline: &Summary) -> f64 {
+        let per_request = |s: &Summary| 1e6 / s.rate.max(f64::MIN_POSITIVE);
+        per_request(self) - per_request(baseline)
+    }
+}
+
 /// Runs `request` in `concurrency` closed loops for `duration` (after each
 /// worker's untimed first request, which opens its connection) and
 /// summarises. A request answers whether it got the expected answer.

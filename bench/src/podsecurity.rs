@@ -332,8 +332,7 @@ impl Point {
 
     /// Per round, the time each create costs more than in `baseline`, µs.
     fn added_cost(&self, baseline: &Point) -> Spread {
-        let per_create = |m: &Measured| 1e6 / m.summary.rate.max(f64::MIN_POSITIVE);
-        Spread::of(self.rounds.iter().zip(&baseline.rounds).map(|(m, b)| per_create(m) - per_create(b)).collect())
+        Spread::of(self.rounds.iter().zip(&baseline.rounds).map(|(m, b)| m.summary.added_cost_us(&b.summary)).collect())
     }
 
     fn failures(&self) -> u64 {

@@ -9,6 +9,8 @@
 
 use serde_json::{Value, json};
 
+use crate::fixtures;
+
 /// Every container of the pod: regular, init and ephemeral, as the Pod
 /// Security Standards check them.
 const ALL_CONTAINERS: &str = "object.spec.containers \
@@ -184,28 +186,29 @@ pub(crate) const CHECKS: [Check; 17] = [
 /// connections.
 pub(crate) const SHARD_LABEL: &str = "bench.portcullis.dev/shard";
 
-/// A pod that passes the restricted profile (Kyverno's load test's pod,
-/// with `containers` containers like the rest of the benchmark), labelled
+/// A pod that passes the restricted profile (Kyverno's load test's pod):
+/// the benchmark pod ([`fixtures::pod`], `containers` containers) without
+/// ports, environment, annotations or restart policy, hardened, labelled
 /// for replica `shard`.
 pub(crate) fn pod(containers: usize, shard: usize) -> Value {
-    let containers: Vec<Value> = (0..containers)
-        .map(|i| {
-            json!({
-                "name": format!("app-{i}"), "image": format!("nginx:1.{i}"),
-                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}},
-            })
-        })
-        .collect();
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"generateName": "pss-", "labels": {"app": "web", SHARD_LABEL: shard.to_string()}},
-        "spec": {
-            "automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
-            "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": containers,
-        },
-    })
+    let mut pod = fixtures::pod(containers);
+    pod["metadata"] = json!({"generateName": "pss-", "labels": {"app": "web", SHARD_LABEL: shard.to_string()}});
+    let spec = &mut pod["spec"];
+    spec["terminationGracePeriodSeconds"] = json!(0);
+    spec["securityContext"] =
+        json!({"runAsNonRoot": true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}});
+    if let Some(spec) = spec.as_object_mut() {
+        spec.remove("restartPolicy");
+    }
+    for container in spec["containers"].as_array_mut().into_iter().flatten() {
+        if let Some(container) = container.as_object_mut() {
+            container.remove("ports");
+            container.remove("env");
+            let hardened = json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}});
+            container.insert("securityContext".to_owned(), hardened);
+        }
+    }
+    pod
 }
 
 /// The same pod with a privileged container: what every enforcement of

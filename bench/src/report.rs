@@ -121,8 +121,7 @@ impl Row {
     /// Per round, the time each create costs more than in `baseline`, µs
     /// (1/rate − 1/baseline rate).
     fn added_costs(&self, baseline: &Row) -> Vec<f64> {
-        let per_create = |s: &Summary| 1e6 / s.rate.max(f64::MIN_POSITIVE);
-        self.rounds.iter().zip(&baseline.rounds).map(|(s, b)| per_create(s) - per_create(b)).collect()
+        self.rounds.iter().zip(&baseline.rounds).map(|(s, b)| s.added_cost_us(b)).collect()
     }
 
     /// [`Row::added_costs`] as median and range.
