@@ -30,10 +30,6 @@ impl KnownNamespaces for Namespaces {
         let team = (name == "demo").then(|| ("team".to_owned(), "a".to_owned()));
         Some(BTreeMap::from_iter(team.into_iter().chain([("kubernetes.io/metadata.name".to_owned(), name.to_owned())])))
     }
-
-    fn object(&self, name: &str) -> Option<Value> {
-        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
-    }
 }
 
 /// What the fuzzed evaluations see of a cluster: [`Namespaces`], and no

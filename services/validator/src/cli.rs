@@ -92,11 +92,12 @@ pub struct Serve {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub reload: ReloadArgs,
-    /// Watch Namespaces (list/watch, metadata only) so that policies can use
-    /// `namespaceSelector`, and the objects of every `paramKind` a policy
-    /// reads. Uses the in-cluster service account or KUBECONFIG. Without
-    /// it, policies with a `namespaceSelector` follow their failure policy
-    /// and those with a `paramKind` find no parameter objects (their
+    /// Watch Namespaces (list/watch) so that policies can use
+    /// `namespaceSelector` and CEL's `namespaceObject`, and the objects of
+    /// every `paramKind` a policy reads. Uses the in-cluster service account
+    /// or KUBECONFIG. Without it, policies with a `namespaceSelector` or
+    /// reading `namespaceObject` follow their failure policy and those with
+    /// a `paramKind` find no parameter objects (their
     /// `parameterNotFoundAction` decides).
     #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_namespaces: bool,

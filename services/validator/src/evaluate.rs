@@ -102,7 +102,7 @@ pub struct Exempted {
 #[derive(Clone, Copy)]
 #[allow(missing_debug_implementations)] // trait objects without Debug
 pub struct Cluster<'a> {
-    /// Namespace labels, for `namespaceSelector`.
+    /// Namespaces, for `namespaceSelector` and `namespaceObject`.
     pub namespaces: &'a dyn KnownNamespaces,
     /// Parameter objects, for `paramKind`.
     pub params: &'a dyn ParamSource,

@@ -64,6 +64,14 @@ impl WatchedNamespaces {
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed)
     }
+
+    /// Until the first list has arrived (never, when the watch stops
+    /// before it).
+    pub async fn wait_until_ready(&self) {
+        if self.store.wait_until_ready().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl KnownNamespaces for WatchedNamespaces {

@@ -49,10 +49,6 @@ impl KnownNamespaces for NoNamespaces {
     fn labels(&self, _: &str) -> Option<BTreeMap<String, String>> {
         None
     }
-
-    fn object(&self, _: &str) -> Option<serde_json::Value> {
-        None
-    }
 }
 
 /// The validating webhook.

@@ -247,10 +247,6 @@ impl KnownNamespaces for Namespaces {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.0.get(name).cloned()
     }
-
-    fn object(&self, name: &str) -> Option<Value> {
-        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
-    }
 }
 
 #[test]

@@ -44,6 +44,46 @@ pub fn documents(input: &[u8]) -> Result<Vec<Value>, ManifestError> {
     Ok(out)
 }
 
+/// The built-in cluster-scoped kinds, by API group: every other kind is
+/// taken as namespaced (in `default` when the document names no
+/// namespace), custom cluster-scoped kinds included.
+const CLUSTER_SCOPED: [(&str, &str); 34] = [
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("", "ComponentStatus"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("storage.k8s.io", "VolumeAttributesClass"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("node.k8s.io", "RuntimeClass"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("certificates.k8s.io", "ClusterTrustBundle"),
+    ("networking.k8s.io", "IngressClass"),
+    ("networking.k8s.io", "IPAddress"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("resource.k8s.io", "DeviceClass"),
+    ("resource.k8s.io", "ResourceSlice"),
+    ("authentication.k8s.io", "TokenReview"),
+    ("authentication.k8s.io", "SelfSubjectReview"),
+    ("authorization.k8s.io", "SubjectAccessReview"),
+    ("authorization.k8s.io", "SelfSubjectAccessReview"),
+];
+
 /// An AdmissionReview as it is; any other object wrapped in a CREATE
 /// review (`admission.k8s.io/v1`, dry run) as the API server would send it.
 pub fn as_review(document: Value) -> Result<Value, ManifestError> {
@@ -54,8 +94,7 @@ pub fn as_review(document: Value) -> Result<Value, ManifestError> {
     let kind = document["kind"].as_str().ok_or(ManifestError::Missing("kind"))?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let resource = plural(kind);
-    let cluster_scoped =
-        matches!(kind, "Namespace" | "ClusterRole" | "ClusterRoleBinding" | "Node" | "PersistentVolume");
+    let cluster_scoped = CLUSTER_SCOPED.iter().any(|&(g, k)| g == group && k == kind);
     let namespace = (!cluster_scoped)
         .then(|| document.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_owned());
     let name = document.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -103,6 +142,10 @@ mod tests {
         let ns =
             as_review(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})).unwrap_or_default();
         assert_eq!(ns["request"]["namespace"], Value::Null);
+        let class = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"}});
+        assert_eq!(as_review(class).unwrap_or_default()["request"]["namespace"], Value::Null);
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "StorageClass", "metadata": {"name": "x"}});
+        assert_eq!(as_review(custom).unwrap_or_default()["request"]["namespace"], "default", "by group and kind");
         assert_eq!(plural("Ingress"), "ingresses");
         assert_eq!(plural("NetworkPolicy"), "networkpolicies");
     }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::selector::LabelSelector;
 use crate::{Request, json, operation_name};
@@ -20,8 +20,12 @@ pub trait KnownNamespaces: Send + Sync {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
 
     /// Namespace `name` as CEL's `namespaceObject` is bound to it
-    /// ([`namespace_object`]), or `None` when it is not known.
-    fn object(&self, name: &str) -> Option<Value>;
+    /// ([`namespace_object`]), or `None` when it is not known. By default,
+    /// a namespace known by its name and labels alone (for tests): a
+    /// source that has the objects gives them.
+    fn object(&self, name: &str) -> Option<Value> {
+        Some(json!({"metadata": {"name": name, "labels": self.labels(name)?}}))
+    }
 }
 
 /// A namespace that has not been seen (yet).
@@ -86,12 +90,6 @@ pub fn namespace_object(namespace: &Value) -> Value {
     Value::Object(reduced)
 }
 
-/// A namespace known by its name and labels alone, as `namespaceObject`
-/// shows it: for tests and for namespaces made up offline.
-pub fn labelled_namespace(name: &str, labels: BTreeMap<String, String>) -> Value {
-    serde_json::json!({"metadata": {"name": name, "labels": labels}})
-}
-
 /// The namespaces declared among manifests, for `namespaceSelector` and
 /// `namespaceObject` offline (`check`, `mutate`).
 #[derive(Debug, Default)]
@@ -110,21 +108,35 @@ impl ManifestNamespaces {
             .filter_map(|o| {
                 let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
                 let mut object = namespace_object(o);
+                // What the API server stores for a new namespace: the
+                // `kubernetes` finalizer, added when missing, and a phase,
+                // `Active` unless the document has one.
                 let fields = object.as_object_mut()?;
-                // What the API server stores for a new namespace, unless the
-                // document says otherwise.
-                let spec = fields.entry("spec").or_insert_with(|| serde_json::json!({}));
-                spec.as_object_mut()?.entry("finalizers").or_insert_with(|| serde_json::json!(["kubernetes"]));
-                let status = fields.entry("status").or_insert_with(|| serde_json::json!({}));
-                status.as_object_mut()?.entry("phase").or_insert_with(|| serde_json::json!("Active"));
-                let metadata = fields.get_mut("metadata")?.as_object_mut()?;
-                let labels = metadata.entry("labels").or_insert_with(|| serde_json::json!({}));
-                labels.as_object_mut()?.insert("kubernetes.io/metadata.name".to_owned(), Value::String(name.clone()));
+                let finalizers = object_at(fields, "spec")?.entry("finalizers").or_insert_with(|| json!([]));
+                if let Some(finalizers) = finalizers.as_array_mut().filter(|f| !f.contains(&json!("kubernetes"))) {
+                    finalizers.push(json!("kubernetes"));
+                }
+                object_at(fields, "status")?.entry("phase").or_insert_with(|| json!("Active"));
+                let labels = object_at(object_at(fields, "metadata")?, "labels")?;
+                labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
                 Some((name, object))
             })
             .collect();
         Self(namespaces)
     }
+}
+
+/// The object at `key` of `fields`, made an empty one when it is missing
+/// or not an object (`null`); always `Some`.
+fn object_at<'v>(
+    fields: &'v mut serde_json::Map<String, Value>,
+    key: &str,
+) -> Option<&'v mut serde_json::Map<String, Value>> {
+    let entry = fields.entry(key).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut()
 }
 
 impl KnownNamespaces for ManifestNamespaces {
@@ -435,6 +447,12 @@ mod tests {
                         "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
         );
         assert_eq!(namespaces.labels("shop").map(|l| l.len()), Some(1));
+        let sparse = [json!({"kind": "Namespace", "metadata": {"name": "lab", "labels": null}, "spec": null,
+                             "status": {"phase": "Terminating"}})];
+        let sparse = ManifestNamespaces::from_documents(&sparse).object("lab").expect("kept");
+        assert_eq!(sparse["spec"], json!({"finalizers": ["kubernetes"]}));
+        assert_eq!(sparse["status"], json!({"phase": "Terminating"}));
+        assert_eq!(sparse["metadata"]["labels"], json!({"kubernetes.io/metadata.name": "lab"}));
     }
 
     #[test]

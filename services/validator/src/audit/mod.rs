@@ -96,7 +96,18 @@ pub async fn run(args: Audit) -> anyhow::Result<()> {
     };
     let namespace = args.policy.portcullis_namespace.clone();
     let election = Election::new(namespace, args.lease.clone(), args.pod_name.clone(), "the audit");
-    tokio::spawn(election.run(client, shutdown.clone(), move |leading| auditor.clone().run(leading)));
+    // No pass before the namespaces are known: a policy with a
+    // namespaceSelector or reading namespaceObject would report errors.
+    let known = namespaces.clone();
+    tokio::spawn(election.run(client, shutdown.clone(), move |leading| {
+        let (auditor, known) = (auditor.clone(), known.clone());
+        async move {
+            tokio::select! {
+                () = known.wait_until_ready() => auditor.run(leading).await,
+                () = leading.cancelled() => {}
+            }
+        }
+    }));
 
     let listener = TcpListener::bind(args.admin.admin_listen)
         .await

@@ -49,7 +49,7 @@ pub struct Auditor {
     pub policies: watch::Receiver<Arc<PolicySet>>,
     /// Evaluation limits, as at admission.
     pub settings: Arc<Settings>,
-    /// Namespace labels, for `namespaceSelector`.
+    /// Namespaces, for `namespaceSelector` and `namespaceObject`.
     pub namespaces: Arc<dyn KnownNamespaces>,
     /// Parameter objects, for `paramKind`.
     pub params: Arc<dyn ParamSource>,

@@ -16,10 +16,6 @@ impl KnownNamespaces for Labels {
         let labels = [("team", team), ("kubernetes.io/metadata.name", name)];
         known.then(|| labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
     }
-
-    fn object(&self, name: &str) -> Option<Value> {
-        Some(portcullis_admission::native_match::labelled_namespace(name, self.labels(name)?))
-    }
 }
 
 const POLICY: &str = r#"
