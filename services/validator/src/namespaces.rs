@@ -3,14 +3,13 @@
 //! admission path never calls the API.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_telemetry::error_chain;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::evaluate::KnownNamespaces;
@@ -20,7 +19,11 @@ use portcullis_admission::native_match::namespace_object;
 #[derive(Debug, Clone)]
 pub struct WatchedNamespaces {
     store: Store<Namespace>,
-    ready: Arc<AtomicBool>,
+    /// Whether the first list has arrived. One task waits on the store for
+    /// it: kube-runtime's `Store::wait_until_ready` wakes only the last of
+    /// several concurrent waiters (its oneshot keeps one waker), so every
+    /// other waiter waits on this instead.
+    ready: watch::Receiver<bool>,
 }
 
 impl WatchedNamespaces {
@@ -36,11 +39,11 @@ impl WatchedNamespaces {
         )
         .default_backoff()
         .applied_objects();
-        let ready = Arc::new(AtomicBool::new(false));
-        let (waiting, flag) = (store.clone(), ready.clone());
+        let (listed, ready) = watch::channel(false);
+        let waiting = store.clone();
         tokio::spawn(async move {
             if waiting.wait_until_ready().await.is_ok() {
-                flag.store(true, Ordering::Relaxed);
+                listed.send_replace(true);
                 tracing::info!("namespaces are in memory");
             }
         });
@@ -62,13 +65,13 @@ impl WatchedNamespaces {
 
     /// Whether the first list has arrived.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        *self.ready.borrow()
     }
 
     /// Until the first list has arrived (never, when the watch stops
     /// before it).
     pub async fn wait_until_ready(&self) {
-        if self.store.wait_until_ready().await.is_err() {
+        if self.ready.clone().wait_for(|listed| *listed).await.is_err() {
             std::future::pending::<()>().await;
         }
     }
