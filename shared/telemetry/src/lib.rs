@@ -14,6 +14,8 @@
 
 #![forbid(unsafe_code)]
 
+mod plain;
+
 use opentelemetry::propagation::TextMapCompositePropagator;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
@@ -132,14 +134,16 @@ pub fn subscriber_exporting_to(
     ]));
     let provider = export.map(|endpoint| provider(service_name, endpoint)).transpose()?;
     let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service_name)));
-    let (plain, json) = match args.log_format {
-        // Colour only for a person at a terminal: a file, a pipe or a
-        // container log gets plain text.
-        LogFormat::Plain => (
-            Some(tracing_subscriber::fmt::layer().with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))),
-            None,
-        ),
+    // Colour only for a person at a terminal: a file, a pipe or a container
+    // log gets plain text, with fields written without styles.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let (coloured, plain, json) = match args.log_format {
+        LogFormat::Plain if colour => (Some(tracing_subscriber::fmt::layer()), None, None),
+        LogFormat::Plain => {
+            (None, Some(tracing_subscriber::fmt::layer().with_ansi(false).fmt_fields(plain::PlainFields)), None)
+        }
         LogFormat::Json => (
+            None,
             None,
             Some(
                 tracing_subscriber::fmt::layer()
@@ -150,7 +154,7 @@ pub fn subscriber_exporting_to(
             ),
         ),
     };
-    let subscriber = tracing_subscriber::registry().with(filter).with(otel).with(plain).with(json);
+    let subscriber = tracing_subscriber::registry().with(filter).with(otel).with(coloured).with(plain).with(json);
     Ok((subscriber, Telemetry { provider }))
 }
 
