@@ -15,27 +15,23 @@ pub mod review;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use portcullis_admission::native_match::NamespacesByLabels;
 use portcullis_admission::{Decision, Request, encode};
 use portcullis_cel::budget::{Limit, Limits};
-use portcullis_validator::evaluate::{Cluster, KnownNamespaces, Settings, decide, evaluate};
+use portcullis_validator::evaluate::{Cluster, Settings, decide, evaluate};
 use portcullis_validator::params::NoParams;
 use serde_json::Value;
 
 /// Namespace labels as a small cluster would have them.
-#[derive(Debug)]
-pub struct Namespaces;
-
-impl KnownNamespaces for Namespaces {
-    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        let team = (name == "demo").then(|| ("team".to_owned(), "a".to_owned()));
-        Some(BTreeMap::from_iter(team.into_iter().chain([("kubernetes.io/metadata.name".to_owned(), name.to_owned())])))
-    }
+fn labels(name: &str) -> Option<BTreeMap<String, String>> {
+    let team = (name == "demo").then(|| ("team".to_owned(), "a".to_owned()));
+    Some(BTreeMap::from_iter(team.into_iter().chain([("kubernetes.io/metadata.name".to_owned(), name.to_owned())])))
 }
 
-/// What the fuzzed evaluations see of a cluster: [`Namespaces`], and no
-/// parameter objects.
+/// What the fuzzed evaluations see of a cluster: every namespace, known by
+/// [`labels`], and no parameter objects.
 pub fn cluster() -> Cluster<'static> {
-    Cluster { namespaces: &Namespaces, params: &NoParams }
+    Cluster { namespaces: &NamespacesByLabels(labels), params: &NoParams }
 }
 
 /// The validator's settings with `limits` and its default deadline.

@@ -170,7 +170,7 @@ pub fn evaluate(
             Some(_) => namespace_object_for(namespaces, req),
             None => Ok(None),
         };
-        let bindings = Bindings::of(req, namespace_object.as_ref().ok().and_then(Option::as_ref), &set.cel_reads);
+        let bindings = Bindings::of(req, namespace_object.as_ref().ok().and_then(Option::as_deref), &set.cel_reads);
         let mut judged = Judged { findings, exceeded: Vec::new(), audit_annotations: Vec::new() };
         let namespace = inner.namespace.as_deref().unwrap_or_default();
         for index in with_cel {

@@ -1,14 +1,19 @@
 //! The cluster's namespaces, for `namespaceSelector` (their labels) and
 //! CEL's `namespaceObject`, kept in memory by a watch on Namespaces, so the
-//! admission path never calls the API.
+//! admission path never calls the API. Each is reduced to what the
+//! admission path reads as it arrives, not once per request.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use futures::StreamExt as _;
+use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_telemetry::error_chain;
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +23,7 @@ use portcullis_admission::native_match::namespace_object;
 /// The watched Namespaces.
 #[derive(Debug, Clone)]
 pub struct WatchedNamespaces {
-    store: Store<Namespace>,
+    store: Store<Reduced>,
     /// Whether the first list has arrived. One task waits on the store for
     /// it: kube-runtime's `Store::wait_until_ready` wakes only the last of
     /// several concurrent waiters (its oneshot keeps one waker), so every
@@ -29,16 +34,12 @@ pub struct WatchedNamespaces {
 impl WatchedNamespaces {
     /// Starts watching with `client` until `shutdown`.
     pub fn start(client: kube::Client, shutdown: CancellationToken) -> Self {
-        // Whole objects: `namespaceObject` has their spec and status. The
-        // managed fields are dropped as they arrive (CEL never sees them).
+        // Whole objects: `namespaceObject` has their spec and status.
         let api = kube::Api::<Namespace>::all(client);
         let (store, writer) = reflector::store();
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).modify(|ns| ns.metadata.managed_fields = None),
-        )
-        .default_backoff()
-        .applied_objects();
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).map_ok(reduce))
+            .default_backoff()
+            .applied_objects();
         let (listed, ready) = watch::channel(false);
         let waiting = store.clone();
         tokio::spawn(async move {
@@ -83,9 +84,62 @@ impl KnownNamespaces for WatchedNamespaces {
         Some(ns.metadata.labels.clone().unwrap_or_default())
     }
 
-    fn object(&self, name: &str) -> Option<serde_json::Value> {
-        let ns = self.store.get(&ObjectRef::new(name))?;
+    fn object(&self, name: &str) -> Option<Arc<Value>> {
+        Some(self.store.get(&ObjectRef::new(name))?.object.clone())
+    }
+}
+
+/// A Namespace as the admission path reads it: its name and labels, and
+/// the object `namespaceObject` is bound to ([`namespace_object`]).
+#[derive(Debug, Clone)]
+struct Reduced {
+    metadata: ObjectMeta,
+    object: Arc<Value>,
+}
+
+/// Each namespace of `event` reduced.
+fn reduce(event: watcher::Event<Namespace>) -> watcher::Event<Reduced> {
+    let one = |ns: Namespace| {
         // A Namespace always serializes.
-        Some(namespace_object(&serde_json::to_value(&*ns).ok()?))
+        let object = Arc::new(namespace_object(&serde_json::to_value(&ns).unwrap_or_default()));
+        let metadata = ObjectMeta { name: ns.metadata.name, labels: ns.metadata.labels, ..ObjectMeta::default() };
+        Reduced { metadata, object }
+    };
+    match event {
+        watcher::Event::Apply(ns) => watcher::Event::Apply(one(ns)),
+        watcher::Event::Delete(ns) => watcher::Event::Delete(one(ns)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(ns) => watcher::Event::InitApply(one(ns)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
+/// A reduced Namespace is stored by the reflector as a Namespace is.
+impl kube::Resource for Reduced {
+    type DynamicType = ();
+    type Scope = k8s_openapi::ClusterResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        Namespace::kind(dt)
+    }
+
+    fn group(dt: &()) -> Cow<'_, str> {
+        Namespace::group(dt)
+    }
+
+    fn version(dt: &()) -> Cow<'_, str> {
+        Namespace::version(dt)
+    }
+
+    fn plural(dt: &()) -> Cow<'_, str> {
+        Namespace::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
     }
 }

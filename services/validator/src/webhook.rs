@@ -49,6 +49,10 @@ impl KnownNamespaces for NoNamespaces {
     fn labels(&self, _: &str) -> Option<BTreeMap<String, String>> {
         None
     }
+
+    fn object(&self, _: &str) -> Option<Arc<serde_json::Value>> {
+        None
+    }
 }
 
 /// The validating webhook.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use portcullis_admission::native_match::NamespacesByLabels;
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::workers::Workers;
 use portcullis_validator::cel::Outcome;
@@ -241,22 +242,19 @@ fn evaluation_errors_follow_the_failure_policy() {
     assert!(run(&support::validator(&policy("Ignore")), &create(d)).0);
 }
 
-struct Namespaces(BTreeMap<String, BTreeMap<String, String>>);
-
-impl KnownNamespaces for Namespaces {
-    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        self.0.get(name).cloned()
-    }
+/// `shop` (labelled `env: prod`) and `lab`, known by their labels.
+fn shop_and_lab() -> Arc<dyn KnownNamespaces> {
+    let labels = BTreeMap::from([
+        ("shop".to_owned(), BTreeMap::from([("env".to_owned(), "prod".to_owned())])),
+        ("lab".to_owned(), BTreeMap::new()),
+    ]);
+    Arc::new(NamespacesByLabels(move |name: &str| labels.get(name).cloned()))
 }
 
 #[test]
 fn namespace_selectors_use_the_namespaces_labels() {
     let policy = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: prod}\nspec:\n  match:\n    namespaceSelector: {matchLabels: {env: prod}}\n  rules:\n    requiredLabels: {version: ''}\n";
-    let namespaces = Namespaces(BTreeMap::from([
-        ("shop".to_owned(), BTreeMap::from([("env".to_owned(), "prod".to_owned())])),
-        ("lab".to_owned(), BTreeMap::new()),
-    ]));
-    let v = support::validator_with(policy, Arc::new(namespaces));
+    let v = support::validator_with(policy, shop_and_lab());
     let cm = |ns: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": ns}});
     assert!(!run(&v, &create(cm("shop"))).0);
     assert!(run(&v, &create(cm("lab"))).0);
@@ -322,11 +320,7 @@ fn namespace_object_is_the_objects_namespace() {
         policy("cluster-scoped", "has(object.metadata.namespace) || namespaceObject == null"),
     ]
     .join("---\n");
-    let namespaces = Namespaces(BTreeMap::from([
-        ("shop".to_owned(), BTreeMap::from([("env".to_owned(), "prod".to_owned())])),
-        ("lab".to_owned(), BTreeMap::new()),
-    ]));
-    let v = support::validator_with(&yaml, Arc::new(namespaces));
+    let v = support::validator_with(&yaml, shop_and_lab());
     let cm = |ns: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": ns}});
     assert!(run(&v, &create(cm("shop"))).0);
     let (allowed, message, _, _) = run(&v, &create(cm("lab")));

@@ -6,6 +6,7 @@
 //! out by default.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
 use serde_json::{Value, json};
@@ -20,11 +21,24 @@ pub trait KnownNamespaces: Send + Sync {
     fn labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
 
     /// Namespace `name` as CEL's `namespaceObject` is bound to it
-    /// ([`namespace_object`]), or `None` when it is not known. By default,
-    /// a namespace known by its name and labels alone (for tests): a
-    /// source that has the objects gives them.
-    fn object(&self, name: &str) -> Option<Value> {
-        Some(json!({"metadata": {"name": name, "labels": self.labels(name)?}}))
+    /// ([`namespace_object`]), or `None` when it is not known. Shared: a
+    /// source reduces each namespace once, not once per request.
+    fn object(&self, name: &str) -> Option<Arc<Value>>;
+}
+
+/// Namespaces known by their labels alone, a function of the name (tests
+/// and fuzzing): `namespaceObject` is the name and the labels, no spec and
+/// no status.
+#[derive(Debug, Clone, Copy)]
+pub struct NamespacesByLabels<F>(pub F);
+
+impl<F: Fn(&str) -> Option<BTreeMap<String, String>> + Send + Sync> KnownNamespaces for NamespacesByLabels<F> {
+    fn labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        (self.0)(name)
+    }
+
+    fn object(&self, name: &str) -> Option<Arc<Value>> {
+        Some(Arc::new(json!({"metadata": {"name": name, "labels": self.labels(name)?}})))
     }
 }
 
@@ -45,7 +59,7 @@ pub enum UnknownNamespace {
 pub fn namespace_object_for(
     namespaces: &dyn KnownNamespaces,
     req: &Request,
-) -> Result<Option<Value>, UnknownNamespace> {
+) -> Result<Option<Arc<Value>>, UnknownNamespace> {
     let kind = &req.inner.kind;
     // The API server gives a Namespace its own name as its namespace, and
     // unsets it here.
@@ -93,7 +107,7 @@ pub fn namespace_object(namespace: &Value) -> Value {
 /// The namespaces declared among manifests, for `namespaceSelector` and
 /// `namespaceObject` offline (`check`, `mutate`).
 #[derive(Debug, Default)]
-pub struct ManifestNamespaces(BTreeMap<String, Value>);
+pub struct ManifestNamespaces(BTreeMap<String, Arc<Value>>);
 
 impl ManifestNamespaces {
     /// The `Namespace` objects among `documents`, reduced as
@@ -119,7 +133,7 @@ impl ManifestNamespaces {
                 object_at(fields, "status")?.entry("phase").or_insert_with(|| json!("Active"));
                 let labels = object_at(object_at(fields, "metadata")?, "labels")?;
                 labels.insert("kubernetes.io/metadata.name".to_owned(), json!(name));
-                Some((name, object))
+                Some((name, Arc::new(object)))
             })
             .collect();
         Self(namespaces)
@@ -145,7 +159,7 @@ impl KnownNamespaces for ManifestNamespaces {
         Some(labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
     }
 
-    fn object(&self, name: &str) -> Option<Value> {
+    fn object(&self, name: &str) -> Option<Arc<Value>> {
         self.0.get(name).cloned()
     }
 }
@@ -442,8 +456,8 @@ mod tests {
         let documents = [json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})];
         let namespaces = ManifestNamespaces::from_documents(&documents);
         assert_eq!(
-            namespaces.object("shop"),
-            Some(json!({"metadata": {"name": "shop", "labels": {"kubernetes.io/metadata.name": "shop"}},
+            namespaces.object("shop").as_deref(),
+            Some(&json!({"metadata": {"name": "shop", "labels": {"kubernetes.io/metadata.name": "shop"}},
                         "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
         );
         assert_eq!(namespaces.labels("shop").map(|l| l.len()), Some(1));
@@ -467,8 +481,8 @@ mod tests {
         assert!(matches!(unknown, Err(UnknownNamespace::Object(name)) if name == "lab"));
         let role =
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
-        assert_eq!(namespace_object_for(&namespaces, &request(role)).expect("cluster-scoped"), None);
+        assert!(namespace_object_for(&namespaces, &request(role)).expect("cluster-scoped").is_none());
         let itself = request(documents[0].clone());
-        assert_eq!(namespace_object_for(&namespaces, &itself).expect("a namespace"), None);
+        assert!(namespace_object_for(&namespaces, &itself).expect("a namespace").is_none());
     }
 }

@@ -12,22 +12,6 @@ use crate::cost;
 /// alongside the evaluation deadline.
 pub const MAX_EXPRESSION_LEN: usize = 5_000;
 
-/// Variables of Kubernetes' admission CEL that Portcullis does not bind
-/// everywhere, where it does not, and why: an expression using one is
-/// refused at load rather than failing on every request.
-const UNSUPPORTED_VARIABLES: [(&str, Option<Environment>, &str); 2] = [
-    (
-        "namespaceObject",
-        Some(Environment::Mutation),
-        "the injector does not watch namespaces; select them with the webhook's or the binding's `namespaceSelector`",
-    ),
-    (
-        "authorizer",
-        None,
-        "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)",
-    ),
-];
-
 /// A compiled expression with its source.
 #[derive(Debug)]
 pub struct Expression {
@@ -126,7 +110,29 @@ pub enum Environment {
     Mutation,
 }
 
+/// `(variable, why)`: Kubernetes' admission CEL variable that Portcullis
+/// does not bind, and why.
+type Unbound = (&'static str, &'static str);
+
+const AUTHORIZER: Unbound =
+    ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)");
+
+const NAMESPACE_OBJECT: Unbound = (
+    "namespaceObject",
+    "the injector does not watch namespaces; select them with the webhook's or the binding's `namespaceSelector`",
+);
+
 impl Environment {
+    /// The variables of Kubernetes' admission CEL not bound here, with why:
+    /// an expression using one is refused at load rather than failing on
+    /// every request.
+    fn unbound(self) -> &'static [Unbound] {
+        match self {
+            Self::Validation => &[AUTHORIZER],
+            Self::Mutation => &[NAMESPACE_OBJECT, AUTHORIZER],
+        }
+    }
+
     fn declares_type(self, name: &str) -> bool {
         match self {
             Self::Validation => false,
@@ -168,11 +174,7 @@ pub fn compile_in(environment: Environment, source: &str, cost_limit: u64) -> Re
     let program = Program::compile_with(parser, source)
         .map_err(|error| CompileError::Syntax { expression: source.to_owned(), error })?;
     let references = program.references();
-    let unsupported = UNSUPPORTED_VARIABLES
-        .into_iter()
-        .filter(|(_, only_in, _)| only_in.is_none_or(|e| e == environment))
-        .find(|(v, _, _)| references.has_variable(v));
-    if let Some((variable, _, why)) = unsupported {
+    if let Some(&(variable, why)) = environment.unbound().iter().find(|(v, _)| references.has_variable(v)) {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
     }
     if let Some(type_name) = undeclared_type(program.expression(), environment) {

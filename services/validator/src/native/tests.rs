@@ -3,19 +3,18 @@ use std::path::Path;
 use portcullis_admission::{Request, decode};
 use serde_json::{Value, json};
 
-use crate::evaluate::{Evaluation, KnownNamespaces, Settings, evaluate};
+use portcullis_admission::native_match::NamespacesByLabels;
+
+use crate::evaluate::{Evaluation, Settings, evaluate};
 use crate::params::FileParams;
 use crate::policy::{Action, PolicyError, PolicySet};
 
-struct Labels;
-
-impl KnownNamespaces for Labels {
-    fn labels(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
-        let team = name.strip_prefix("team-").unwrap_or_default();
-        let known = !team.is_empty() || name.ends_with("-system") || name == "legacy";
-        let labels = [("team", team), ("kubernetes.io/metadata.name", name)];
-        known.then(|| labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
-    }
+/// `team-x` (labelled `team: x`), `*-system` and `legacy` are known.
+fn labels(name: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let team = name.strip_prefix("team-").unwrap_or_default();
+    let known = !team.is_empty() || name.ends_with("-system") || name == "legacy";
+    let labels = [("team", team), ("kubernetes.io/metadata.name", name)];
+    known.then(|| labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
 }
 
 const POLICY: &str = r#"
@@ -60,7 +59,7 @@ fn run(set: &PolicySet, req: &Request) -> Evaluation {
         cel_limits: Default::default(),
     };
     let params = FileParams::new(Vec::new());
-    let cluster = crate::evaluate::Cluster { namespaces: &Labels, params: &params };
+    let cluster = crate::evaluate::Cluster { namespaces: &NamespacesByLabels(labels), params: &params };
     evaluate(set, &settings, cluster, req, std::time::Instant::now() + std::time::Duration::from_secs(1))
 }
 
@@ -191,7 +190,7 @@ fn a_costly_expression_is_stopped_at_the_per_call_limit_and_is_an_error() {
         cel_limits: portcullis_cel::budget::Limits { per_call: 10_000, per_policy: 100_000 },
     };
     let params = FileParams::new(Vec::new());
-    let cluster = crate::evaluate::Cluster { namespaces: &Labels, params: &params };
+    let cluster = crate::evaluate::Cluster { namespaces: &NamespacesByLabels(labels), params: &params };
     let req = request("CREATE", "default", object);
     let started = std::time::Instant::now();
     let evaluation = evaluate(&set, &settings, cluster, &req, started + std::time::Duration::from_secs(5));
