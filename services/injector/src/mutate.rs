@@ -233,18 +233,12 @@ fn run_cel(
         let name = &mutation.spec.name;
         // A pod the rest of the mutation cannot work on is the mutation's
         // failure, under its failure policy.
-        let ran = mutation.compiled.run(context, req, pod).and_then(|ran| match ran {
-            Ran::Applied(object) => match pod::unusable(&object) {
-                None => Ok(Ran::Applied(object)),
-                Some(why) => mutation.compiled.failed(format!("it left the pod unusable: {why}")),
-            },
-            other => Ok(other),
+        let ran = mutation.compiled.run(context, req, pod, |pod| match pod::unusable(pod) {
+            None => Ok(()),
+            Some(why) => Err(format!("it left the pod unusable: {why}")),
         });
         let result = match ran {
-            Ok(Ran::Applied(object)) => {
-                *pod = object;
-                CelResult::Applied
-            }
+            Ok(Ran::Applied(_)) => CelResult::Applied,
             Ok(Ran::NotApplied) => CelResult::Skipped,
             Ok(Ran::Ignored(why)) => {
                 tracing::info!(mutation = %name, %why, "CEL mutation ignored (failurePolicy: Ignore)");

@@ -255,3 +255,58 @@ fn a_mutation_that_leaves_a_pod_the_injector_cannot_work_on_is_its_failure() {
     assert_eq!(container(&admitted.object, "web")["imagePullPolicy"], "Always", "the defaults still apply");
     assert!(admitted.warnings().iter().any(|w| w.contains("left the pod unusable")), "{:?}", admitted.warnings());
 }
+
+#[test]
+fn a_merge_that_fails_halfway_leaves_nothing_of_its_policy_under_ignore() {
+    // The labels are merged into the pod before the containers' duplicate
+    // key is found, and the first mutation has already run.
+    let config = |policy: &str| {
+        one(&format!(
+            r#"- name: halfway
+  failurePolicy: {policy}
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{{metadata: Object.metadata{{annotations: {{"first": "ran"}}}}}}'
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >-
+          Object{{metadata: Object.metadata{{labels: {{"team": "x"}}}},
+          spec: Object.spec{{containers: [Object.spec.containers{{name: "web", image: "a"}}, Object.spec.containers{{name: "web", image: "b"}}]}}}}
+"#
+        ))
+    };
+    let object = pod(json!({"a": "b"}), json!([web()]));
+    let fail = Injector::new(load(&config("Fail")).expect("loads"));
+    let denied = admit(&fail, &again(&review("pod-v1.json"), &object));
+    let message = denied.response["response"]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("mutation \"halfway\" failed"), "{message}");
+    assert!(message.contains(".spec.containers: duplicate entries for key name=\"web\""), "{message}");
+    let ignore = Injector::new(load(&config("Ignore")).expect("loads"));
+    let admitted = admit(&ignore, &again(&review("pod-v1.json"), &object));
+    assert_eq!(admitted.response["response"]["allowed"], true);
+    assert_eq!(admitted.object["metadata"]["labels"], Value::Null, "{}", admitted.object);
+    assert_eq!(admitted.object["metadata"]["annotations"], json!({"a": "b"}), "{}", admitted.object);
+    assert_eq!(admitted.object["spec"]["containers"], json!([web()]));
+    assert!(admitted.warnings().iter().any(|w| w.contains("duplicate entries")), "{:?}", admitted.warnings());
+}
+
+#[test]
+fn each_mutation_sees_the_object_as_the_one_before_left_it() {
+    let config = one(r#"- name: in-turn
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{labels: {"team": "a"}}}'
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{op: "add", path: "/metadata/annotations/team", value: object.metadata.labels.team + "-seen"}]'
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{labels: {"seen": object.metadata.annotations.team}}}'
+"#);
+    let injector = Injector::new(load(&config).expect("loads"));
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({"a": "b"}), json!([web()]))));
+    assert_eq!(admitted.object["metadata"]["labels"], json!({"team": "a", "seen": "a-seen"}), "{}", admitted.object);
+    assert_eq!(admitted.object["metadata"]["annotations"]["team"], "a-seen");
+}

@@ -71,14 +71,18 @@ pub enum MergeError {
     },
 }
 
-/// Merges `config` into `live`, both objects of shape `shape`.
+/// Merges `config` into `live` in place, both objects of shape `shape`;
+/// whether `live` changed. Only what `config` sets is visited, so the cost
+/// follows the configuration, not the object. On an error `live` may be
+/// partly merged: a caller that needs it as it was keeps a copy (atomic
+/// values under [`Atomics::Refuse`] are found before anything changes).
 pub fn apply(
     schemas: &Schemas,
     shape: Shape<'_>,
-    live: &Value,
+    live: &mut Value,
     config: &Value,
     atomics: Atomics,
-) -> Result<Value, MergeError> {
+) -> Result<bool, MergeError> {
     if atomics == Atomics::Refuse {
         let mut found = Vec::new();
         find_atomics(schemas, shape, config, &mut String::new(), &mut found);
@@ -86,8 +90,13 @@ pub fn apply(
             return Err(MergeError::Atomic(found));
         }
     }
-    let merger = Merger { schemas };
-    Ok(merger.merge(shape, Some(live), Some(config), &mut String::new())?.unwrap_or(Value::Null))
+    let mut merger = Merger { schemas, changed: false };
+    match merger.merge(shape, Some(live), config, &mut String::new())? {
+        Merged::Into => {}
+        Merged::New(value) => merger.put(live, value),
+        Merged::Absent => merger.put(live, Value::Null),
+    }
+    Ok(merger.changed)
 }
 
 /// Where `value` sets atomic lists, maps or structs (`findAtomics` of the
@@ -129,21 +138,33 @@ fn find_atomics(schemas: &Schemas, shape: Shape<'_>, value: &Value, path: &mut S
 
 struct Merger<'s> {
     schemas: &'s Schemas,
+    /// Whether anything has changed so far.
+    changed: bool,
+}
+
+/// What the merge of a configuration value with a live one (or none)
+/// leaves in the live value's place.
+enum Merged {
+    /// The live value, merged into in place.
+    Into,
+    /// A value that replaces it.
+    New(Value),
+    /// Nothing: the field is absent from the result.
+    Absent,
 }
 
 impl Merger<'_> {
-    /// The merge of `lhs` (live) and `rhs` (configuration) at `path`;
-    /// `None`: the field is absent from the result.
+    /// The merge of `lhs` (live, absent when `None`) and `rhs`
+    /// (configuration) at `path`.
     fn merge(
-        &self,
+        &mut self,
         shape: Shape<'_>,
-        lhs: Option<&Value>,
-        rhs: Option<&Value>,
+        lhs: Option<&mut Value>,
+        rhs: &Value,
         path: &mut String,
-    ) -> Result<Option<Value>, MergeError> {
-        let Some(rhs) = rhs else { return Ok(lhs.cloned()) };
+    ) -> Result<Merged, MergeError> {
         if matches!(shape, Shape::Untyped) {
-            return Ok(Some(rhs.clone()));
+            return Ok(Merged::New(rhs.clone()));
         }
         // A live value of another kind is replaced, as the structured merge
         // does when the two sides' types differ.
@@ -153,71 +174,105 @@ impl Merger<'_> {
                 if !shape.is_object() {
                     return Err(conflict(path, shape, "an object"));
                 }
-                let l = lhs.and_then(Value::as_object);
-                if shape.atomic_map() || (l.is_none_or(Map::is_empty) && r.is_empty()) {
-                    return Ok(Some(rhs.clone()));
+                let l = lhs.and_then(Value::as_object_mut);
+                if shape.atomic_map() || (l.as_ref().is_none_or(|l| l.is_empty()) && r.is_empty()) {
+                    return Ok(Merged::New(rhs.clone()));
                 }
-                self.merge_map(shape, l, r, path).map(|m| (!m.is_empty()).then_some(Value::Object(m)))
+                match l {
+                    Some(l) => {
+                        self.merge_map(shape, l, r, path)?;
+                        Ok(if l.is_empty() { Merged::Absent } else { Merged::Into })
+                    }
+                    None => {
+                        let mut fresh = Map::new();
+                        self.merge_map(shape, &mut fresh, r, path)?;
+                        Ok(if fresh.is_empty() { Merged::Absent } else { Merged::New(Value::Object(fresh)) })
+                    }
+                }
             }
             Value::Array(r) => {
                 if shape.is_object() || matches!(shape, Shape::Typed { node, .. } if !node.is_list()) {
                     return Err(conflict(path, shape, "a list"));
                 }
-                let l = lhs.and_then(Value::as_array);
+                let l = lhs.and_then(Value::as_array_mut);
                 let list_type = shape.list_type();
-                if list_type == ListType::Atomic || (l.is_none_or(Vec::is_empty) && r.is_empty()) {
-                    return Ok(Some(rhs.clone()));
+                if list_type == ListType::Atomic || (l.as_ref().is_none_or(|l| l.is_empty()) && r.is_empty()) {
+                    return Ok(Merged::New(rhs.clone()));
                 }
-                let items = self.merge_list(shape, &list_type, l.map_or(&[][..], Vec::as_slice), r, path)?;
-                Ok((!items.is_empty()).then_some(Value::Array(items)))
+                match l {
+                    Some(l) => {
+                        self.merge_list(shape, &list_type, l, r, path)?;
+                        Ok(if l.is_empty() { Merged::Absent } else { Merged::Into })
+                    }
+                    None => {
+                        let mut fresh = Vec::new();
+                        self.merge_list(shape, &list_type, &mut fresh, r, path)?;
+                        Ok(if fresh.is_empty() { Merged::Absent } else { Merged::New(Value::Array(fresh)) })
+                    }
+                }
             }
-            Value::Null => Ok(Some(Value::Null)),
+            Value::Null => Ok(Merged::New(Value::Null)),
             _ if shape.is_object() => Err(conflict(path, shape, "a value")),
-            _ => Ok(Some(rhs.clone())),
+            _ => Ok(Merged::New(rhs.clone())),
         }
     }
 
+    /// Sets `slot` to `value`, noting a change.
+    fn put(&mut self, slot: &mut Value, value: Value) {
+        if *slot != value {
+            self.changed = true;
+            *slot = value;
+        }
+    }
+
+    /// Each field `rhs` sets, merged into `lhs`: those `lhs` has first,
+    /// then the new ones (the order in which the first error is found);
+    /// the fields only `lhs` has are left as they are.
     fn merge_map(
-        &self,
+        &mut self,
         shape: Shape<'_>,
-        lhs: Option<&Map<String, Value>>,
+        lhs: &mut Map<String, Value>,
         rhs: &Map<String, Value>,
         path: &mut String,
-    ) -> Result<Map<String, Value>, MergeError> {
-        let mut out = Map::new();
-        let keys =
-            lhs.into_iter().flat_map(Map::keys).chain(rhs.keys().filter(|k| !lhs.is_some_and(|l| l.contains_key(*k))));
-        for key in keys {
+    ) -> Result<(), MergeError> {
+        let (shared, new): (Vec<_>, Vec<_>) = rhs.iter().partition(|(key, _)| lhs.contains_key(*key));
+        for (key, r) in shared.into_iter().chain(new) {
             let len = path.len();
             path.push('.');
             path.push_str(key);
-            let (l, r) = (lhs.and_then(|l| l.get(key)), rhs.get(key));
-            let merged = match self.schemas.field(shape, key) {
-                Some(field) => self.merge(field, l, r, path)?,
-                // A live field the schema does not know is kept; the
-                // configuration may not set one.
-                None if r.is_none() => l.cloned(),
-                None => return Err(MergeError::Undeclared(path.clone())),
+            // A live field the schema does not know is kept; the
+            // configuration may not set one.
+            let Some(field) = self.schemas.field(shape, key) else {
+                return Err(MergeError::Undeclared(path.clone()));
             };
-            path.truncate(len);
-            if let Some(value) = merged {
-                out.insert(key.clone(), value);
+            match self.merge(field, lhs.get_mut(key), r, path)? {
+                Merged::Into => {}
+                Merged::New(value) => match lhs.get_mut(key) {
+                    Some(slot) => self.put(slot, value),
+                    None => {
+                        self.changed = true;
+                        lhs.insert(key.clone(), value);
+                    }
+                },
+                Merged::Absent => self.changed |= lhs.remove(key).is_some(),
             }
+            path.truncate(len);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// `visitListItems` of structured-merge-diff: items in the live order,
     /// each configuration item merged with the live item of the same key;
     /// a new item goes after the live items before the next shared one.
+    /// The live items are moved, not copied.
     fn merge_list(
-        &self,
+        &mut self,
         shape: Shape<'_>,
         list_type: &ListType,
-        lhs: &[Value],
+        lhs: &mut Vec<Value>,
         rhs: &[Value],
         path: &mut String,
-    ) -> Result<Vec<Value>, MergeError> {
+    ) -> Result<(), MergeError> {
         let item_shape = self.schemas.items(shape);
         let rhs_keys = self.keys(item_shape, list_type, rhs, path)?;
         let lhs_keys = self.keys(item_shape, list_type, lhs, path)?;
@@ -229,22 +284,27 @@ impl Merger<'_> {
         }
         // The live object may have duplicates; a duplicated key merges
         // with nothing of the live side.
-        let mut observed_lhs: HashMap<&str, Option<&Value>> = HashMap::with_capacity(lhs.len());
-        for (key, item) in lhs_keys.iter().zip(lhs) {
-            observed_lhs.entry(key.as_str()).and_modify(|seen| *seen = None).or_insert(Some(item));
+        let mut observed_lhs: HashMap<&str, Option<usize>> = HashMap::with_capacity(lhs.len());
+        for (index, key) in lhs_keys.iter().enumerate() {
+            observed_lhs.entry(key.as_str()).and_modify(|seen| *seen = None).or_insert(Some(index));
         }
+        let mut live: Vec<Option<Value>> = std::mem::take(lhs).into_iter().map(Some).collect();
         let mut shared = rhs_keys.iter().filter(|k| observed_lhs.contains_key(k.as_str()));
         let mut next_shared = shared.next();
         let mut merged_rhs = HashSet::with_capacity(rhs.len());
-        let mut out = Vec::with_capacity(lhs.len().max(rhs.len()));
+        let out = lhs;
+        out.reserve(live.len().max(rhs.len()));
+        // The live index the next item must have for the order to be
+        // unchanged.
+        let mut in_order = 0;
         let (mut li, mut ri) = (0, 0);
-        while li < lhs.len() || ri < rhs.len() {
-            if li < lhs.len() && ri < rhs.len() {
+        while li < live.len() || ri < rhs.len() {
+            if li < live.len() && ri < rhs.len() {
                 let key = lhs_keys[li].as_str();
                 if key == rhs_keys[ri] {
                     merged_rhs.insert(key);
                     let l = observed_lhs.get(key).copied().flatten();
-                    out.extend(self.item(item_shape, l, observed_rhs.get(key).copied(), li, path)?);
+                    self.item(item_shape, l, &mut live, &mut in_order, observed_rhs.get(key).copied(), li, path, out)?;
                     li += 1;
                     ri += 1;
                     next_shared = shared.next();
@@ -255,10 +315,10 @@ impl Merger<'_> {
                     continue;
                 }
             }
-            if li < lhs.len() {
+            if li < live.len() {
                 let key = lhs_keys[li].as_str();
                 if !observed_rhs.contains_key(key) {
-                    out.extend(self.item(item_shape, Some(&lhs[li]), None, li, path)?);
+                    self.item(item_shape, Some(li), &mut live, &mut in_order, None, li, path, out)?;
                     li += 1;
                     continue;
                 } else if merged_rhs.contains(key) {
@@ -269,29 +329,57 @@ impl Merger<'_> {
                 let key = rhs_keys[ri].as_str();
                 merged_rhs.insert(key);
                 let l = observed_lhs.get(key).copied().flatten();
-                out.extend(self.item(item_shape, l, observed_rhs.get(key).copied(), ri, path)?);
+                self.item(item_shape, l, &mut live, &mut in_order, observed_rhs.get(key).copied(), ri, path, out)?;
                 ri += 1;
                 if next_shared.is_some_and(|n| n == key) {
                     next_shared = shared.next();
                 }
             }
         }
-        Ok(out)
+        self.changed |= in_order != live.len();
+        Ok(())
     }
 
+    /// The live item at `lhs` (moved out of `live`) merged with `rhs`,
+    /// pushed onto `out` unless the merge leaves nothing; `in_order` the
+    /// live index expected next (a change when another comes).
+    #[allow(clippy::too_many_arguments)]
     fn item(
-        &self,
+        &mut self,
         shape: Shape<'_>,
-        lhs: Option<&Value>,
+        lhs: Option<usize>,
+        live: &mut [Option<Value>],
+        in_order: &mut usize,
         rhs: Option<&Value>,
         index: usize,
         path: &mut String,
-    ) -> Result<Option<Value>, MergeError> {
+        out: &mut Vec<Value>,
+    ) -> Result<(), MergeError> {
+        match lhs {
+            Some(i) if i == *in_order => *in_order += 1,
+            _ => {
+                self.changed = true;
+                *in_order = usize::MAX;
+            }
+        }
+        let mut lhs = lhs.and_then(|i| live.get_mut(i)).and_then(Option::take);
+        let Some(rhs) = rhs else {
+            out.extend(lhs);
+            return Ok(());
+        };
         let len = path.len();
         path.push_str(&format!("[{index}]"));
-        let merged = self.merge(shape, lhs, rhs, path);
+        let merged = self.merge(shape, lhs.as_mut(), rhs, path)?;
         path.truncate(len);
-        merged
+        match merged {
+            Merged::Into => out.extend(lhs),
+            Merged::New(value) => {
+                self.changed |= lhs.as_ref() != Some(&value);
+                out.push(value);
+            }
+            Merged::Absent => self.changed = true,
+        }
+        Ok(())
     }
 
     /// Each item's identity in a set or list-map, as a string.
@@ -351,9 +439,9 @@ mod tests {
     use super::*;
     use crate::apply::BUILTIN;
 
-    fn pod_apply(live: Value, config: Value, atomics: Atomics) -> Result<Value, MergeError> {
+    fn pod_apply(mut live: Value, config: Value, atomics: Atomics) -> Result<Value, MergeError> {
         let pod = BUILTIN.kind("", "v1", "Pod").unwrap();
-        apply(&BUILTIN, pod, &live, &config, atomics)
+        apply(&BUILTIN, pod, &mut live, &config, atomics).map(|_| live)
     }
 
     fn pod(containers: Value) -> Value {

@@ -37,8 +37,9 @@ pub struct Context<'a> {
 pub enum Outcome {
     /// It does not apply to the request, or a match condition is false.
     NotApplied,
-    /// It ran; the object as its mutations left it (perhaps unchanged).
-    Applied(Value),
+    /// It ran, and its mutations changed the object (`true`) or left it
+    /// as it was.
+    Applied(bool),
     /// It failed under `failurePolicy: Ignore`: the object is as before;
     /// the message says why.
     Ignored(String),
@@ -59,9 +60,30 @@ pub struct Denied {
 
 impl NativeMutation {
     /// Runs the MAP on `object` (the request's object as the mutations
-    /// before this one left it).
-    pub fn run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, Denied> {
-        self.try_run(context, req, object).or_else(|message| self.failed(message))
+    /// before this one left it), in place; `accept` judges what its
+    /// mutations left (an error is the MAP's failure). Under
+    /// `failurePolicy: Fail` a failure leaves `object` as far as the
+    /// mutations got, for the caller to drop with the request; under
+    /// `Ignore`, as it was (a copy is kept while the mutations run).
+    pub fn run(
+        &self,
+        context: Context<'_>,
+        req: &Request,
+        object: &mut Value,
+        accept: impl Fn(&Value) -> Result<(), String>,
+    ) -> Result<Outcome, Denied> {
+        let mut before = None;
+        let ran = self.try_run(context, req, object, &mut before);
+        let ran = ran.and_then(|outcome| match outcome {
+            Outcome::Applied(_) => accept(object).map(|()| outcome),
+            other => Ok(other),
+        });
+        ran.or_else(|message| {
+            if let Some(before) = before {
+                *object = before;
+            }
+            self.failed(message)
+        })
     }
 
     /// A failure of this MAP found after it ran, under its failure policy.
@@ -72,7 +94,15 @@ impl NativeMutation {
         }
     }
 
-    fn try_run(&self, context: Context<'_>, req: &Request, object: &Value) -> Result<Outcome, String> {
+    /// Runs the MAP on `object`, with `before` the object as it was once a
+    /// mutation may change it, under `failurePolicy: Ignore`.
+    fn try_run(
+        &self,
+        context: Context<'_>,
+        req: &Request,
+        object: &mut Value,
+        before: &mut Option<Value>,
+    ) -> Result<Outcome, String> {
         if let Some(matching) = &self.matching
             && !matching.applies(context.namespaces, req).map_err(|e| e.to_string())?
         {
@@ -92,55 +122,60 @@ impl NativeMutation {
                     .collect()
             }
         };
-        // The object as the mutations so far left it; `None` while they
-        // changed nothing, so that no mutation copies the object only to
-        // build another from it.
-        let mut changed: Option<Value> = None;
-        let mut applied = false;
+        // The object as CEL sees it: converted once, and again only for a
+        // mutation after one that changed it. No `namespaceObject`: a
+        // mutation that reads it is refused at load.
+        let mut bindings = Bindings::with_object(req, Some(&*object), None, &self.data_reads);
         for param in &params {
             let param = param.as_ref();
-            if !self.conditions_hold(context, req, changed.as_ref().unwrap_or(object), param)? {
+            if !self.conditions_hold(context, &bindings, param)? {
                 continue;
             }
-            applied = true;
-            for mutation in &self.mutations {
-                if let Some(next) = self.mutate(mutation, context, req, changed.as_ref().unwrap_or(object), param)? {
-                    changed = Some(next);
-                }
+            if self.failure == FailurePolicy::Ignore {
+                *before = Some(object.clone());
             }
-            break;
+            let (mut changed, mut stale) = (false, false);
+            for mutation in &self.mutations {
+                if std::mem::take(&mut stale) {
+                    bindings = Bindings::with_object(req, Some(&*object), None, &self.data_reads);
+                }
+                stale = self.mutate(mutation, context, req, &bindings, object, param)?;
+                changed |= stale;
+            }
+            return Ok(Outcome::Applied(changed));
         }
-        if !applied {
-            return Ok(Outcome::NotApplied);
-        }
-        Ok(Outcome::Applied(changed.unwrap_or_else(|| object.clone())))
+        Ok(Outcome::NotApplied)
     }
 
-    /// One mutation on `current`: the object it makes, or `None` when it
-    /// leaves it as it is (a failed JSON Patch `test`).
+    /// One mutation on `current` (which `bindings` hold converted), in
+    /// place: whether it changed it (not when a JSON Patch `test` failed).
     fn mutate(
         &self,
         mutation: &Mutation,
         context: Context<'_>,
         req: &Request,
-        current: &Value,
+        bindings: &Bindings,
+        current: &mut Value,
         param: Option<&Converted>,
-    ) -> Result<Option<Value>, String> {
-        // No `namespaceObject`: a mutation that reads it is refused at load.
-        let bindings = Bindings::with_object(req, Some(current), None, &self.data_reads);
+    ) -> Result<bool, String> {
         let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
-        let result = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
+        let result = evaluate(bindings, param, context.limits, context.deadline, |scope| {
             scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
         })
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
-        Ok(match mutation.patch_type {
+        let patched = match mutation.patch_type {
             PatchType::JsonPatch => json_patch(&result, current)?,
             PatchType::ApplyConfiguration => {
-                Some(apply_configuration(context.schemas, req, &result, current, self.atomics)?)
+                return apply_configuration(context.schemas, req, &result, current, self.atomics);
             }
             PatchType::JsonMergePatch => Some(merge_patch(&result, current.clone())?),
-        })
+        };
+        Ok(patched.is_some_and(|patched| {
+            let changed = patched != *current;
+            *current = patched;
+            changed
+        }))
     }
 
     /// Every match condition on the object: one false and the MAP does not
@@ -148,15 +183,13 @@ impl NativeMutation {
     fn conditions_hold(
         &self,
         context: Context<'_>,
-        req: &Request,
-        object: &Value,
+        bindings: &Bindings,
         param: Option<&Converted>,
     ) -> Result<bool, String> {
         if self.conditions.is_empty() {
             return Ok(true);
         }
-        let bindings = Bindings::with_object(req, Some(object), None, &self.data_reads);
-        let results = evaluate(&bindings, param, context.limits, context.deadline, |scope| {
+        let results = evaluate(bindings, param, context.limits, context.deadline, |scope| {
             self.conditions
                 .iter()
                 .map(|c| match scope.execute(&c.expression) {
@@ -236,14 +269,15 @@ fn merge_patch(result: &Cel, mut object: Value) -> Result<Value, String> {
     Ok(object)
 }
 
-/// Merges the `Object{...}` an expression returned into the object.
+/// Merges the `Object{...}` an expression returned into the object, in
+/// place: whether it changed.
 fn apply_configuration(
     schemas: &Schemas,
     req: &Request,
     result: &Cel,
-    object: &Value,
+    object: &mut Value,
     atomics: Atomics,
-) -> Result<Value, String> {
+) -> Result<bool, String> {
     let config = to_json(result).map_err(|e| format!("error applying patch: {e}"))?;
     if !config.is_object() {
         return Err(format!("unsupported return type from ApplyConfiguration expression: {result:?}"));
@@ -290,18 +324,17 @@ pub fn run_round(
         if only.is_some_and(|only| !only.contains(&i)) {
             continue;
         }
-        match mutation.run(context, req, &round.object)? {
+        match mutation.run(context, req, &mut round.object, |_| Ok(()))? {
             Outcome::NotApplied => continue,
             Outcome::Ignored(why) => round.warnings.push(format!(
                 "policy '{}' with binding '{}' was ignored (failurePolicy: Ignore): {why}",
                 mutation.policy, mutation.binding
             )),
-            Outcome::Applied(object) => {
-                if object != round.object {
+            Outcome::Applied(changed) => {
+                if changed {
                     // As the API server: a change asks every reinvocable
                     // MAP invoked before it to run again.
                     round.reinvoke.clone_from(&round.reinvocable);
-                    round.object = object;
                 }
                 round.applied.push(format!("{}/{}", mutation.policy, mutation.binding));
                 if mutation.reinvoke {
