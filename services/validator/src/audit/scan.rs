@@ -23,12 +23,15 @@ use super::metrics::AuditMetrics;
 use super::report;
 use super::results::{Entry, ObjectId, Outcome, Results, Status};
 use crate::evaluate::{Cluster, Evaluation, FindingKind, KnownNamespaces, Settings, evaluate};
-use crate::params::ParamSource;
+use crate::params::WatchedParams;
 use crate::policy::{Action, Policy, PolicySet};
 
 /// Resources never audited, even by a policy that selects every resource:
 /// they change all the time and no policy is about them, or they are the
 /// audit's own output.
+/// The longest a pass waits for the parameter objects to be listed.
+const PARAMS_WAIT: Duration = Duration::from_secs(30);
+
 const SKIPPED: [(&str, &str); 5] = [
     ("", "events"),
     ("events.k8s.io", "events"),
@@ -52,7 +55,7 @@ pub struct Auditor {
     /// Namespaces, for `namespaceSelector` and `namespaceObject`.
     pub namespaces: Arc<dyn KnownNamespaces>,
     /// Parameter objects, for `paramKind`.
-    pub params: Arc<dyn ParamSource>,
+    pub params: Arc<WatchedParams>,
     /// Where evaluation runs: never on the async runtime.
     pub workers: Arc<Workers>,
     /// The audit's series.
@@ -102,13 +105,30 @@ impl Auditor {
         loop {
             let policies = updates.borrow_and_update().clone();
             tokio::select! {
-                () = self.pass(&policies, &mut results) => {}
+                () = async {
+                    self.params_listed().await;
+                    self.pass(&policies, &mut results).await;
+                } => {}
                 changed = updates.changed() => {
                     if changed.is_err() { return; }
                     tracing::info!("policies changed: auditing again");
                 }
                 () = leading.cancelled() => return,
             }
+        }
+    }
+
+    /// Until every `paramKind` the policies read has been listed (or is
+    /// known not to exist), for at most [`PARAMS_WAIT`]: a pass started
+    /// with a kind the policies have just added would report its
+    /// policies' "not yet synced" as errors. `WatchedParams` says whether
+    /// it is ready only when asked, so it is asked every 100 ms; a kind
+    /// that cannot be listed (its watch failing) holds the audit back no
+    /// longer than the wait.
+    async fn params_listed(&self) {
+        let deadline = tokio::time::Instant::now() + PARAMS_WAIT;
+        while !self.params.is_ready() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
