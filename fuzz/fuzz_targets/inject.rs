@@ -1,7 +1,7 @@
 //! The injector on arbitrary pods with each shipped configuration: never a
-//! panic; the patch it answers (computed from the parts of the pod it
-//! reads, `pod::decode`), applied by an RFC 6902 implementation of our own,
-//! gives exactly the pod that the same mutation of the whole pod gives; and
+//! panic; the patch it answers (computed from the parts of the pod its
+//! configuration reads and changes, `pod::parts_for`), applied by an RFC
+//! 6902 implementation of our own, gives exactly the pod that the same mutation of the whole pod gives; and
 //! a second pass over that pod changes nothing. Only a CEL mutation may
 //! deny (its failure policy), and then the whole-pod mutation fails too.
 
@@ -13,6 +13,7 @@ use portcullis_admission::{Verdict, decode};
 use portcullis_fuzz::review::Envelope;
 use portcullis_fuzz::{answer, examples, pod};
 use portcullis_injector::mutate::{mutate, mutated_whole};
+use portcullis_injector::pod::{decode as read_pod, parts_for};
 use portcullis_test_support::rfc6902;
 use serde_json::Value;
 
@@ -23,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     let body = envelope.body(Some(&pod), None);
     // The pod as sent, which the patch applies to; the injector reads only
     // its editable parts.
-    let (Ok(whole_req), Ok(req)) = (decode(&body), portcullis_injector::pod::decode_for(&body, config)) else { return };
+    let parts = parts_for(config);
+    let (Ok(whole_req), Ok(req)) = (decode(&body), read_pod(&body, &parts)) else { return };
     let Some(original) = whole_req.object.clone() else { return };
     let decision = mutate(&req, config).decision;
     if let Verdict::Deny { .. } = decision.verdict {
@@ -38,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(patched, mutated, "the patch does not give the mutated pod");
 
-    let again = portcullis_injector::pod::decode_for(&envelope.body(Some(&mutated), None), config)
+    let again = read_pod(&envelope.body(Some(&mutated), None), &parts)
         .unwrap_or_else(|e| panic!("the mutated pod: {e}"));
     let second = answer(mutate(&again, config).decision, &again);
     assert_eq!(second, None::<Value>, "a second pass changed the pod\nfirst: {mutated}");

@@ -105,9 +105,9 @@ pub fn mutate_by(req: &Request, config: &Config, bounds: CelBounds, arrival: Opt
 /// Injects the pod's templates, runs the CEL mutations, rewrites its images
 /// and applies defaults. Running it again on its own output changes nothing
 /// (the CEL mutations must be idempotent, as a MutatingAdmissionPolicy's
-/// must). `original` is `req`'s pod as [`pod::decode_for`] reads it (its
-/// [`pod::Editable`] parts, or whole when there are CEL mutations): the
-/// patch is the same. A CEL mutation that fails under `failurePolicy: Fail`
+/// must). `original` is `req`'s pod as [`pod::decode`] reads it (the parts
+/// [`pod::parts_for`] the configuration names, or whole): the patch is the
+/// same. A CEL mutation that fails under `failurePolicy: Fail`
 /// denies the pod.
 fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel) -> Outcome {
     let (previous, mut warnings) = match start(original) {
@@ -137,7 +137,8 @@ fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel) ->
 /// The pod [`mutate_pod`]'s patch makes of the whole `original`, made
 /// without a patch: the same mutation on a copy of the whole pod. The
 /// reference the tests and the fuzz target hold the patch from the pod's
-/// [`pod::Editable`] parts to; `None` when the pod is left alone or denied.
+/// parts ([`pod::parts_for`]) to; `None` when the pod is left alone or
+/// denied.
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
@@ -171,7 +172,7 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
 }
 
 /// The whole mutation of a CREATE, done on `pod`: a copy of the original
-/// pod, whole or its [`pod::Editable`] parts, with the same result on
+/// pod, whole or the parts [`pod::parts_for`] names, with the same result on
 /// those parts. Reads the pod's choices (templates, host network) from
 /// `original`. Returns what it recorded in the status annotation and the
 /// count of images rewritten, or why a CEL mutation denies the pod.
@@ -203,8 +204,9 @@ fn inject_all(
 /// Runs the CEL mutations in order on `pod`, within the configuration's
 /// bounds. One that fails under `Fail` ends the mutation with its message;
 /// under `Ignore` it leaves the pod as it was and warns. They run only on
-/// a pod read whole: a request read in parts arrived before the
-/// configuration that holds them was in force ([`pod::decode_for`]).
+/// a pod read with the parts they read and change: a request read without
+/// them arrived before the configuration that holds them was in force
+/// ([`pod::parts_for`]).
 fn run_cel(
     pod: &mut Value,
     req: &Request,
@@ -215,8 +217,10 @@ fn run_cel(
     if config.mutations.is_empty() {
         return Ok(());
     }
-    if !req.whole {
-        tracing::info!("request read in parts, before the CEL mutations were in force: decided without them");
+    if !config.mutations.iter().all(|m| req.parts.covers(&m.pod_parts)) {
+        tracing::info!(
+            "request read before the CEL mutations were in force (without their parts): decided without them"
+        );
         cel.ran.extend(config.mutations.iter().map(|m| (m.spec.name.clone(), CelResult::NotInForce)));
         return Ok(());
     }

@@ -5,6 +5,7 @@
 //! when something after them changed the object.
 
 use std::io::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -165,6 +166,6 @@ fn clone_request(req: &Request) -> Request {
         inner: req.inner.clone(),
         object: req.object.clone(),
         old_object: req.old_object.clone(),
-        whole: req.whole,
+        parts: Arc::clone(&req.parts),
     }
 }

@@ -6,8 +6,9 @@
 //! only what it changed.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, LazyLock};
 
-use portcullis_admission::parts::{ObjectParts, Parts};
+use portcullis_admission::parts::Parts;
 use portcullis_admission::{DecodeError, Request, decode_parts};
 use serde_json::{Map, Value};
 
@@ -17,8 +18,9 @@ use crate::status::Status;
 /// The pod spec's lists of containers, whose names are unique together.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
 
-/// The parts of a pod the injector reads or may change, and all it builds
-/// of a request's pod ([`decode`]): `apiVersion` and `kind` (checked
+/// The parts of a pod the injector's templates, image rewrites and
+/// defaults read or may change, and all it builds of a request's pod
+/// without CEL mutations ([`decode`]): `apiVersion` and `kind` (checked
 /// against the request); `metadata.labels` and `annotations`; of the spec,
 /// `hostNetwork`, the lists it appends to or removes from, a flag, the
 /// init containers whole (injected ones go first, so their items move),
@@ -27,44 +29,53 @@ pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemer
 /// same as from the whole pod, since nothing else is read or changed, and
 /// the cost follows what the injector touches, not the pod's size (ADR
 /// 0006).
-#[derive(Debug)]
-pub struct Editable;
-
-/// The fields of a container the injector reads or writes: everything
-/// else (ports, env, resources, probes...) is never built.
-const CONTAINER: Parts = Parts::Fields(&[
-    ("name", Parts::All),
-    ("image", Parts::All),
-    ("imagePullPolicy", Parts::All),
-    ("volumeMounts", Parts::All),
-]);
-
-impl ObjectParts for Editable {
-    const PARTS: Parts = Parts::Fields(&[
+pub static EDITABLE: LazyLock<Parts> = LazyLock::new(|| {
+    // The fields of a container the injector reads or writes: everything
+    // else (ports, env, resources, probes...) is never built.
+    let container = || {
+        Parts::items(Parts::fields([
+            ("name", Parts::All),
+            ("image", Parts::All),
+            ("imagePullPolicy", Parts::All),
+            ("volumeMounts", Parts::All),
+        ]))
+    };
+    Parts::fields([
         ("apiVersion", Parts::All),
         ("kind", Parts::All),
-        ("metadata", Parts::Fields(&[("labels", Parts::All), ("annotations", Parts::All)])),
+        ("metadata", Parts::fields([("labels", Parts::All), ("annotations", Parts::All)])),
         (
             "spec",
-            Parts::Fields(&[
+            Parts::fields([
                 ("hostNetwork", Parts::All),
                 ("enableServiceLinks", Parts::All),
                 ("volumes", Parts::All),
                 ("imagePullSecrets", Parts::All),
                 ("initContainers", Parts::All),
-                ("containers", Parts::Items(&CONTAINER)),
-                ("ephemeralContainers", Parts::Items(&CONTAINER)),
+                ("containers", container()),
+                ("ephemeralContainers", container()),
             ]),
         ),
-    ]);
+    ])
+});
+
+/// The parts of a pod `config`'s decision reads or may change: the
+/// [`EDITABLE`] parts and what its CEL mutations read and change (ADR
+/// 0010), built once when the configuration is put in force.
+pub fn parts_for(config: &crate::config::Config) -> Arc<Parts> {
+    let mut parts = EDITABLE.clone();
+    for mutation in &config.mutations {
+        parts.merge(mutation.pod_parts.clone());
+    }
+    Arc::new(parts)
 }
 
-/// Reads a review, building of its pod only the [`Editable`] parts. A pod
-/// that an earlier pass injected app containers into is read whole: taking
-/// them out moves the containers after them, and the diff, which compares
-/// list items by position, then writes those items whole.
-pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
-    let req = decode_parts::<Editable>(body)?;
+/// Reads a review, building of its pod only `parts` ([`parts_for`]). A
+/// pod that an earlier pass injected app containers into is read whole:
+/// taking them out moves the containers after them, and the diff, which
+/// compares list items by position, then writes those items whole.
+pub fn decode(body: &[u8], parts: &Arc<Parts>) -> Result<Request, DecodeError> {
+    let req = decode_parts(body, parts)?;
     let injected_containers = req
         .object
         .as_ref()
@@ -72,12 +83,6 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
         .and_then(Result::ok)
         .is_some_and(|previous| !previous.containers.is_empty());
     if injected_containers { portcullis_admission::decode(body) } else { Ok(req) }
-}
-
-/// Reads a review as `config` needs it: whole when it has CEL mutations,
-/// which may read and change any field; else as [`decode`] does.
-pub fn decode_for(body: &[u8], config: &crate::config::Config) -> Result<Request, DecodeError> {
-    if config.mutations.is_empty() { decode(body) } else { portcullis_admission::decode(body) }
 }
 
 /// Why the spec's containers cannot be told apart by name, if they cannot:

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use portcullis_admission::parts::Parts;
 use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_cel::workers::Workers;
 use portcullis_server::webhook::Webhook;
@@ -18,6 +19,7 @@ use prometheus_client::registry::Registry;
 
 use crate::config::{CelBounds, Config};
 use crate::mutate::mutate_by;
+use crate::pod;
 
 /// Label of `portcullis_injector_injections_total`: template names come
 /// from the configuration, so the set is bounded.
@@ -34,10 +36,30 @@ struct CelLabels {
     result: &'static str,
 }
 
+/// A configuration in force, with the parts of a pod its decision reads
+/// and changes, which requests are read with: swapped together.
+#[derive(Debug)]
+struct InForce {
+    config: Arc<Config>,
+    parts: Arc<Parts>,
+}
+
+impl InForce {
+    fn new(config: Config) -> Self {
+        Self { parts: pod::parts_for(&config), config: Arc::new(config) }
+    }
+}
+
+impl Default for InForce {
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
 /// The mutating webhook.
 #[derive(Debug, Default)]
 pub struct Injector {
-    config: ArcSwap<Config>,
+    in_force: ArcSwap<InForce>,
     injections: Family<TemplateLabels, Counter>,
     images_rewritten: Counter,
     cel_mutations: Family<CelLabels, Counter>,
@@ -50,7 +72,7 @@ pub struct Injector {
 impl Injector {
     /// An injector running `config`.
     pub fn new(config: Config) -> Self {
-        Self { config: ArcSwap::from_pointee(config), ..Self::default() }
+        Self { in_force: ArcSwap::from_pointee(InForce::new(config)), ..Self::default() }
     }
 
     /// An injector whose CEL mutations run within `cel`, on `workers`
@@ -61,12 +83,12 @@ impl Injector {
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        self.config.load_full()
+        Arc::clone(&self.in_force.load().config)
     }
 
     /// Puts `config` in force for the next request.
     pub fn set_config(&self, config: Config) {
-        self.config.store(Arc::new(config));
+        self.in_force.store(Arc::new(InForce::new(config)));
     }
 
     /// Registers the injector's own metrics.
@@ -104,7 +126,7 @@ impl Injector {
 
 impl Webhook for Injector {
     fn decode(&self, body: &[u8]) -> Result<Request, DecodeError> {
-        crate::pod::decode_for(body, &self.config.load())
+        pod::decode(body, &self.in_force.load().parts)
     }
 
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {

@@ -97,13 +97,44 @@ fn a_pod_without_annotations_or_matches_gets_only_what_applies() {
     assert_eq!(second.patch(), None);
 }
 
+const ACCOUNT: &str = r#"- name: account
+  matchConditions:
+    - name: restarts
+      expression: object.spec.restartPolicy == "Always"
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{spec: Object.spec{serviceAccountName: "web"}}'
+"#;
+
 #[test]
-fn with_mutations_the_pod_is_read_whole() {
+fn a_pod_is_read_with_what_its_mutations_read_and_change_and_decided_only_so() {
     let body = serde_json::to_vec(&review("pod-v1.json")).expect("JSON");
+    let read = |injector: &Injector| injector.decode(&body).expect("decodes").object.expect("a pod");
     let plain = Injector::new(Config::default());
-    assert!(!plain.decode(&body).expect("decodes").whole, "without CEL only the editable parts are read");
-    let cel = Injector::new(load(&cel_config()).expect("loads"));
-    assert!(cel.decode(&body).expect("decodes").whole);
+    let pod = read(&plain);
+    assert_eq!(pod["metadata"]["labels"], json!({"app": "web"}), "the injector's own parts");
+    for unread in [&pod["metadata"]["name"], &pod["spec"]["restartPolicy"], &pod["spec"]["containers"][0]["resources"]]
+    {
+        assert_eq!(*unread, Value::Null, "{pod}");
+    }
+    let account = Injector::new(load(&one(ACCOUNT)).expect("loads"));
+    let pod = read(&account);
+    assert_eq!(pod["spec"]["restartPolicy"], "Always", "read by the condition");
+    assert_eq!(pod["spec"]["serviceAccountName"], "default", "changed by the mutation");
+    assert_eq!(pod["spec"]["containers"][0]["resources"], Value::Null, "{pod}");
+    let admitted = admit(&account, &review("pod-v1.json"));
+    assert_eq!(admitted.object["spec"]["serviceAccountName"], "web");
+
+    // A request read before the mutation was in force is decided without
+    // it, never on parts it did not read.
+    let req = plain.decode(&body).expect("decodes");
+    plain.set_config(load(&one(ACCOUNT)).expect("loads"));
+    let decision = plain.decide(&req);
+    let (response, _) = decision.respond(&req);
+    assert_eq!(response.patch, None, "the mutation did not run");
+    let pod = read(&plain);
+    assert_eq!(pod["spec"]["restartPolicy"], "Always", "the next request is read for it");
 }
 
 fn one(mutation: &str) -> String {

@@ -23,6 +23,7 @@ pub mod parts;
 pub mod patch;
 mod review;
 pub mod selector;
+mod wire;
 
 pub use decision::{Decision, Verdict};
 pub use patch::{ApplyError, JsonPatch};

@@ -10,51 +10,86 @@
 //! among the parts.
 
 use std::fmt;
-use std::marker::PhantomData;
+use std::sync::{Arc, LazyLock};
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, de};
 use serde_json::{Map, Number, Value};
 
-/// Which parts of a JSON value to build.
-#[derive(Debug)]
+/// Which parts of a JSON value to build. Built once, when a decision's
+/// configuration is loaded, and shared by every request read with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parts {
     /// The whole value.
     All,
-    /// Of an object, only these fields, each with its own parts. A value
-    /// that is not an object is built whole.
-    Fields(&'static [(&'static str, Parts)]),
+    /// Of an object, only these fields (each once, in order of name, as
+    /// [`Parts::fields`] and [`Parts::merge`] keep them), each with its
+    /// own parts. A value that is not an object is built whole. A list,
+    /// not a map: an object's key is looked for among a few fields, and
+    /// comparing lengths first rejects most keys at once.
+    Fields(Vec<(String, Parts)>),
     /// Of an array, each item with these parts. A value that is not an
     /// array is built whole.
-    Items(&'static Parts),
-}
-
-/// A set of [`Parts`] known when the program is built, so that a typed
-/// decoder (`decode_parts::<P>`) can carry it as a type.
-pub trait ObjectParts {
-    /// The parts of `request.object` and `request.oldObject` to build.
-    const PARTS: Parts;
+    Items(Box<Parts>),
 }
 
 /// Every part: the object as sent.
-#[derive(Debug)]
-pub struct Whole;
-
-impl ObjectParts for Whole {
-    const PARTS: Parts = Parts::All;
-}
-
-/// A JSON value read with the parts `P` names.
-pub(crate) struct Read<P>(pub(crate) Value, PhantomData<P>);
-
-impl<'de, P: ObjectParts> Deserialize<'de> for Read<P> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Read(Parts::seed(&P::PARTS).deserialize(deserializer)?, PhantomData))
-    }
-}
+static WHOLE: LazyLock<Arc<Parts>> = LazyLock::new(|| Arc::new(Parts::All));
 
 impl Parts {
+    /// Every part, shared: what [`crate::decode`] reads with.
+    pub fn whole() -> Arc<Parts> {
+        Arc::clone(&WHOLE)
+    }
+
+    /// Of an object, the `fields` named, each with its parts (a field
+    /// named twice with both).
+    pub fn fields<'a>(fields: impl IntoIterator<Item = (&'a str, Parts)>) -> Self {
+        let mut parts = Self::Fields(Vec::new());
+        for (name, field) in fields {
+            parts.merge(Self::Fields(vec![(name.to_owned(), field)]));
+        }
+        parts
+    }
+
+    /// Of an array, each item with `parts`.
+    pub fn items(parts: Parts) -> Self {
+        Self::Items(Box::new(parts))
+    }
+
+    /// Widens `self` to build what `other` builds too. A value read both
+    /// as an object and as an array is built whole.
+    pub fn merge(&mut self, other: Parts) {
+        match (&mut *self, other) {
+            (Parts::All, _) => {}
+            (Parts::Fields(mine), Parts::Fields(theirs)) => {
+                for (field, parts) in theirs {
+                    // Kept in order of name, so that equal parts compare equal.
+                    match mine.binary_search_by(|(name, _)| name.cmp(&field)) {
+                        Ok(i) => mine[i].1.merge(parts),
+                        Err(i) => mine.insert(i, (field, parts)),
+                    }
+                }
+            }
+            (Parts::Items(mine), Parts::Items(theirs)) => mine.merge(*theirs),
+            _ => *self = Parts::All,
+        }
+    }
+
+    /// Whether a value read with `self` holds everything one read with
+    /// `other` holds.
+    pub fn covers(&self, other: &Parts) -> bool {
+        match (self, other) {
+            (Parts::All, _) => true,
+            (Parts::Fields(mine), Parts::Fields(theirs)) => {
+                theirs.iter().all(|(field, parts)| mine.iter().any(|(name, m)| name == field && m.covers(parts)))
+            }
+            (Parts::Items(mine), Parts::Items(theirs)) => mine.covers(theirs),
+            _ => false,
+        }
+    }
+
     /// A seed that reads a value with these parts.
     pub fn seed(&self) -> impl for<'de> DeserializeSeed<'de, Value = Value> + '_ {
         PartsVisitor(self)
@@ -138,7 +173,7 @@ impl<'de> Visitor<'de> for PartsVisitor<'_> {
             match field {
                 Some((name, parts)) => {
                     let value = map.next_value_seed(PartsVisitor(parts))?;
-                    out.insert((*name).to_owned(), value);
+                    out.insert(name.clone(), value);
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;
@@ -150,25 +185,25 @@ impl<'de> Visitor<'de> for PartsVisitor<'_> {
 }
 
 /// Reads a key and finds it among `fields`, without building it.
-struct FieldSeed(&'static [(&'static str, Parts)]);
+struct FieldSeed<'p>(&'p [(String, Parts)]);
 
-impl<'de> DeserializeSeed<'de> for FieldSeed {
-    type Value = Option<&'static (&'static str, Parts)>;
+impl<'de, 'p> DeserializeSeed<'de> for FieldSeed<'p> {
+    type Value = Option<(&'p String, &'p Parts)>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for FieldSeed {
-    type Value = Option<&'static (&'static str, Parts)>;
+impl<'de, 'p> Visitor<'de> for FieldSeed<'p> {
+    type Value = Option<(&'p String, &'p Parts)>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a field name")
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().find(|(name, _)| *name == key))
+        Ok(self.0.iter().find(|(name, _)| name == key).map(|(name, parts)| (name, parts)))
     }
 }
 
@@ -177,11 +212,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const CONTAINER: Parts = Parts::Fields(&[("name", Parts::All), ("image", Parts::All)]);
-    const POD: Parts = Parts::Fields(&[
-        ("kind", Parts::All),
-        ("spec", Parts::Fields(&[("containers", Parts::Items(&CONTAINER)), ("volumes", Parts::All)])),
-    ]);
+    fn pod_parts() -> Parts {
+        let container = Parts::fields([("name", Parts::All), ("image", Parts::All)]);
+        Parts::fields([
+            ("kind", Parts::All),
+            ("spec", Parts::fields([("containers", Parts::items(container)), ("volumes", Parts::All)])),
+        ])
+    }
 
     fn read(parts: &Parts, text: &str) -> Value {
         parts.seed().deserialize(&mut serde_json::Deserializer::from_str(text)).expect("valid JSON")
@@ -201,7 +238,7 @@ mod tests {
             "kind": "Pod",
             "spec": {"containers": [{"name": "app", "image": "nginx"}, "odd"], "volumes": [{"name": "v", "emptyDir": {}}]}
         });
-        assert_eq!(read(&POD, &pod.to_string()), expected);
+        assert_eq!(read(&pod_parts(), &pod.to_string()), expected);
         assert_eq!(read(&Parts::All, &pod.to_string()), pod);
     }
 
@@ -210,15 +247,32 @@ mod tests {
         for value in [json!("a pod"), json!(null), json!(1.5), json!([1, {"x": 2}]), json!({"spec": {"containers": 3}})]
         {
             let text = value.to_string();
-            assert_eq!(read(&POD, &text), value, "{text}");
+            assert_eq!(read(&pod_parts(), &text), value, "{text}");
         }
-        assert_eq!(read(&POD, "[1, -2, 3.5, true, null]"), json!([1, -2, 3.5, true, null]));
+        assert_eq!(read(&pod_parts(), "[1, -2, 3.5, true, null]"), json!([1, -2, 3.5, true, null]));
     }
 
     #[test]
     fn escaped_keys_are_matched_and_skipped_parts_must_still_be_json() {
-        assert_eq!(read(&POD, r#"{"ki\u006ed": "Pod", "x\"y": {"deep": [1, 2]}}"#), json!({"kind": "Pod"}));
-        let broken = POD.seed().deserialize(&mut serde_json::Deserializer::from_str(r#"{"other": [1, }"#));
+        assert_eq!(read(&pod_parts(), r#"{"ki\u006ed": "Pod", "x\"y": {"deep": [1, 2]}}"#), json!({"kind": "Pod"}));
+        let broken = pod_parts().seed().deserialize(&mut serde_json::Deserializer::from_str(r#"{"other": [1, }"#));
         assert!(broken.is_err());
+    }
+
+    #[test]
+    fn merged_parts_build_what_either_builds_and_cover_both() {
+        let labels = Parts::fields([("metadata", Parts::fields([("labels", Parts::All)]))]);
+        let mut both = pod_parts();
+        both.merge(labels.clone());
+        assert!(both.covers(&pod_parts()) && both.covers(&labels));
+        assert!(!pod_parts().covers(&labels) && !labels.covers(&pod_parts()));
+        let text = json!({"kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}}}).to_string();
+        assert_eq!(read(&both, &text), json!({"kind": "Pod", "metadata": {"labels": {"a": "b"}}}));
+
+        // Read as an object by one and as an array by the other: whole.
+        let mut odd = Parts::fields([("spec", Parts::fields([("volumes", Parts::items(Parts::All))]))]);
+        odd.merge(Parts::fields([("spec", Parts::fields([("volumes", Parts::fields([("x", Parts::All)]))]))]));
+        assert_eq!(odd, Parts::fields([("spec", Parts::fields([("volumes", Parts::All)]))]));
+        assert!(Parts::All.covers(&odd) && !odd.covers(&Parts::All));
     }
 }

@@ -1,12 +1,12 @@
 //! Decoding and encoding `AdmissionReview` bodies.
 
-use k8s_openapi::api::authentication::v1::UserInfo;
-use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use std::sync::Arc;
+
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::{DynamicObject, GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde_json::{Value, json};
 
-use crate::parts::{ObjectParts, Parts, Read, Whole};
+use crate::parts::Parts;
 
 /// The admission API versions the API server may send.
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
@@ -77,10 +77,10 @@ pub struct Request {
     pub object: Option<Value>,
     /// `request.oldObject` (UPDATE and DELETE).
     pub old_object: Option<Value>,
-    /// Whether the objects were built whole ([`decode`]), not only the
-    /// parts a decision reads ([`decode_parts`]): a decision that may read
-    /// any field (CEL) runs only on whole objects.
-    pub whole: bool,
+    /// The parts of the objects that were built: all of them ([`decode`]),
+    /// or those a decision reads ([`decode_parts`]). A decision runs only
+    /// on a request read with parts that cover what it reads.
+    pub parts: Arc<Parts>,
 }
 
 impl Request {
@@ -101,17 +101,17 @@ impl Request {
 /// UTF-8 is checked once, whole, rather than string by string as the
 /// parser would (a tenth of the decoding).
 pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
-    decode_parts::<Whole>(body)
+    decode_parts(body, &Parts::whole())
 }
 
 /// [`decode`], building of `request.object` and `request.oldObject` only
-/// the parts `P` names: for a decision that reads few of an object's
-/// fields. The rest of the body is still checked as JSON. The objects'
-/// `kind` and `apiVersion` are checked against the request's kind only if
-/// `P` keeps them.
-pub fn decode_parts<P: ObjectParts>(body: &[u8]) -> Result<Request, DecodeError> {
+/// the `parts` named: for a decision that reads few of an object's fields.
+/// The rest of the body is still checked as JSON. The objects' `kind` and
+/// `apiVersion` are checked against the request's kind only if `parts`
+/// keeps them.
+pub fn decode_parts(body: &[u8], parts: &Arc<Parts>) -> Result<Request, DecodeError> {
     let text = std::str::from_utf8(body).map_err(DecodeError::NotUtf8)?;
-    let review: ReceivedReview<P> = serde_json::from_str(text).map_err(DecodeError::Json)?;
+    let review = crate::wire::read(text, parts).map_err(DecodeError::Json)?;
     let (api_version, kind) = (review.api_version, review.kind);
     if kind != "AdmissionReview" || !API_VERSIONS.contains(&api_version.as_str()) {
         return Err(DecodeError::UnsupportedType { api_version, kind });
@@ -120,7 +120,7 @@ pub fn decode_parts<P: ObjectParts>(body: &[u8]) -> Result<Request, DecodeError>
     if wire.uid.is_empty() {
         return Err(DecodeError::MissingUid);
     }
-    let (object, old_object) = (wire.object.map(|o| o.0), wire.old_object.map(|o| o.0));
+    let (object, old_object) = (wire.object, wire.old_object);
     for (field, value) in [("object", &object), ("oldObject", &old_object)] {
         if let Some(value) = value {
             check_kind(&wire.kind, field, value)?;
@@ -144,50 +144,7 @@ pub fn decode_parts<P: ObjectParts>(body: &[u8]) -> Result<Request, DecodeError>
         dry_run: wire.dry_run,
         options: wire.options,
     };
-    Ok(Request { inner, object, old_object, whole: matches!(P::PARTS, Parts::All) })
-}
-
-/// An `AdmissionReview` as it arrives: `kube`'s request envelope, with the
-/// objects kept as JSON (kube's `DynamicObject` would type their metadata
-/// and copy the rest).
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", bound = "P: ObjectParts")]
-struct ReceivedReview<P> {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    request: Option<ReceivedRequest<P>>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase", bound = "P: ObjectParts")]
-struct ReceivedRequest<P> {
-    uid: String,
-    kind: GroupVersionKind,
-    resource: GroupVersionResource,
-    #[serde(default)]
-    sub_resource: Option<String>,
-    #[serde(default)]
-    request_kind: Option<GroupVersionKind>,
-    #[serde(default)]
-    request_resource: Option<GroupVersionResource>,
-    #[serde(default)]
-    request_sub_resource: Option<String>,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    namespace: Option<String>,
-    operation: Operation,
-    user_info: UserInfo,
-    #[serde(default)]
-    object: Option<Read<P>>,
-    #[serde(default)]
-    old_object: Option<Read<P>>,
-    #[serde(default)]
-    dry_run: bool,
-    #[serde(default)]
-    options: Option<RawExtension>,
+    Ok(Request { inner, object, old_object, parts: Arc::clone(parts) })
 }
 
 /// An object that already exists in the cluster, presented as the API server
@@ -216,7 +173,7 @@ pub fn existing(
     inner.types.api_version = "admission.k8s.io/v1".into();
     inner.types.kind = "AdmissionReview".into();
     check_kind(&inner.kind, "object", &object)?;
-    Ok(Request { inner, object: Some(object), old_object: None, whole: true })
+    Ok(Request { inner, object: Some(object), old_object: None, parts: Parts::whole() })
 }
 
 /// Refuses an object that is not a JSON object, or whose `kind`/`apiVersion`,

@@ -9,7 +9,8 @@
 //! refused when its worst-case cost grows faster than the object it reads
 //! ([`cost`]); what the expressions read is found in their syntax trees
 //! ([`reads`]) so that a request converts only that into CEL values
-//! ([`Bindings`]); an evaluation counts its work as it runs and stops at
+//! ([`Bindings`]), and what mutations change ([`changes`]) so that a
+//! mutating webhook builds only that of an object; an evaluation counts its work as it runs and stops at
 //! the first limit it meets ([`budget`]), and runs on a fixed pool of
 //! threads, never on the async runtime ([`workers`]).
 //!
@@ -23,6 +24,7 @@
 
 pub mod args;
 pub mod budget;
+pub mod changes;
 mod compile;
 mod convert;
 pub mod cost;

@@ -15,6 +15,7 @@
 
 pub mod own;
 pub mod params;
+mod parts;
 pub mod run;
 
 use k8s_openapi::api::admissionregistration::v1::{
@@ -210,7 +211,7 @@ pub fn compile(
         Some("Ignore") => FailurePolicy::Ignore,
         Some(other) => return Err(fail(invalid("spec.failurePolicy", &format!("unsupported value {other:?}")))),
     };
-    let parts = Parts {
+    let uncompiled = Uncompiled {
         policy: policy_name.clone(),
         binding: binding_name.clone(),
         matching: Some(matching),
@@ -224,12 +225,12 @@ pub fn compile(
         atomics: Atomics::Refuse,
         field_prefix: "spec.",
     };
-    parts.compile(cost_limit).map_err(fail)
+    uncompiled.compile(cost_limit).map_err(fail)
 }
 
 /// A MAP with its binding, or one of the injector's own mutations, before
 /// its expressions are compiled.
-struct Parts<'a> {
+struct Uncompiled<'a> {
     policy: String,
     binding: String,
     matching: Option<NativeMatch>,
@@ -245,7 +246,7 @@ struct Parts<'a> {
     field_prefix: &'static str,
 }
 
-impl Parts<'_> {
+impl Uncompiled<'_> {
     /// Compiles the expressions, refusing what the API server would.
     fn compile(self, cost_limit: u64) -> Result<NativeMutation, Problem> {
         let prefix = self.field_prefix;

@@ -11,8 +11,10 @@ use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{FailurePolicy, NativeMutation, Parts, PatchType, Problem};
-use crate::apply::Atomics;
+use portcullis_admission::parts::Parts;
+
+use super::{FailurePolicy, NativeMutation, PatchType, Problem, Uncompiled};
+use crate::apply::{Atomics, BUILTIN};
 
 /// A mutation of the injector's own, in MAP's shape: match conditions,
 /// variables and mutations written as a MutatingAdmissionPolicy's are.
@@ -80,6 +82,9 @@ pub struct CompiledMutation {
     pub spec: CelMutation,
     /// What runs.
     pub compiled: Arc<NativeMutation>,
+    /// What it reads and changes of a pod: a request read without these
+    /// parts is decided without it.
+    pub pod_parts: Parts,
 }
 
 impl PartialEq for CompiledMutation {
@@ -111,7 +116,7 @@ impl CelMutation {
             };
             mutations.push((m.patch_type, source.expression.as_str(), field));
         }
-        let parts = Parts {
+        let uncompiled = Uncompiled {
             policy: self.name.clone(),
             binding: String::new(),
             // What the webhook configuration sends.
@@ -126,7 +131,8 @@ impl CelMutation {
             atomics: self.atomic_fields,
             field_prefix: "",
         };
-        let compiled = parts.compile(cost_limit).map_err(fail)?;
-        Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled) })
+        let compiled = uncompiled.compile(cost_limit).map_err(fail)?;
+        let pod_parts = compiled.object_parts(&BUILTIN, BUILTIN.kind("", "v1", "Pod"));
+        Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled), pod_parts })
     }
 }
