@@ -107,7 +107,11 @@ fn reduce(event: watcher::Event<Namespace>) -> watcher::Event<Reduced> {
     };
     match event {
         watcher::Event::Apply(ns) => watcher::Event::Apply(one(ns)),
-        watcher::Event::Delete(ns) => watcher::Event::Delete(one(ns)),
+        // The store needs only the key of what it removes.
+        watcher::Event::Delete(ns) => watcher::Event::Delete(Reduced {
+            metadata: ObjectMeta { name: ns.metadata.name, ..ObjectMeta::default() },
+            object: Arc::default(),
+        }),
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitApply(ns) => watcher::Event::InitApply(one(ns)),
         watcher::Event::InitDone => watcher::Event::InitDone,

@@ -142,6 +142,18 @@ struct Merger<'s> {
     changed: bool,
 }
 
+/// A list [`Merger::merge_list`] rebuilds in place: its live items, each
+/// moved out once, the items built so far, and the live index the next
+/// item must have for the order to be unchanged (a change when another
+/// comes).
+struct Rebuilt<'s, 'o> {
+    /// The items' shape.
+    shape: Shape<'s>,
+    live: Vec<Option<Value>>,
+    in_order: usize,
+    out: &'o mut Vec<Value>,
+}
+
 /// What the merge of a configuration value with a live one (or none)
 /// leaves in the live value's place.
 enum Merged {
@@ -288,23 +300,20 @@ impl Merger<'_> {
         for (index, key) in lhs_keys.iter().enumerate() {
             observed_lhs.entry(key.as_str()).and_modify(|seen| *seen = None).or_insert(Some(index));
         }
-        let mut live: Vec<Option<Value>> = std::mem::take(lhs).into_iter().map(Some).collect();
+        let live: Vec<Option<Value>> = std::mem::take(lhs).into_iter().map(Some).collect();
         let mut shared = rhs_keys.iter().filter(|k| observed_lhs.contains_key(k.as_str()));
         let mut next_shared = shared.next();
         let mut merged_rhs = HashSet::with_capacity(rhs.len());
-        let out = lhs;
-        out.reserve(live.len().max(rhs.len()));
-        // The live index the next item must have for the order to be
-        // unchanged.
-        let mut in_order = 0;
+        lhs.reserve(live.len().max(rhs.len()));
+        let mut list = Rebuilt { shape: item_shape, live, in_order: 0, out: lhs };
         let (mut li, mut ri) = (0, 0);
-        while li < live.len() || ri < rhs.len() {
-            if li < live.len() && ri < rhs.len() {
+        while li < list.live.len() || ri < rhs.len() {
+            if li < list.live.len() && ri < rhs.len() {
                 let key = lhs_keys[li].as_str();
                 if key == rhs_keys[ri] {
                     merged_rhs.insert(key);
                     let l = observed_lhs.get(key).copied().flatten();
-                    self.item(item_shape, l, &mut live, &mut in_order, observed_rhs.get(key).copied(), li, path, out)?;
+                    self.item(&mut list, l, observed_rhs.get(key).copied(), li, path)?;
                     li += 1;
                     ri += 1;
                     next_shared = shared.next();
@@ -315,10 +324,10 @@ impl Merger<'_> {
                     continue;
                 }
             }
-            if li < live.len() {
+            if li < list.live.len() {
                 let key = lhs_keys[li].as_str();
                 if !observed_rhs.contains_key(key) {
-                    self.item(item_shape, Some(li), &mut live, &mut in_order, None, li, path, out)?;
+                    self.item(&mut list, Some(li), None, li, path)?;
                     li += 1;
                     continue;
                 } else if merged_rhs.contains(key) {
@@ -329,53 +338,49 @@ impl Merger<'_> {
                 let key = rhs_keys[ri].as_str();
                 merged_rhs.insert(key);
                 let l = observed_lhs.get(key).copied().flatten();
-                self.item(item_shape, l, &mut live, &mut in_order, observed_rhs.get(key).copied(), ri, path, out)?;
+                self.item(&mut list, l, observed_rhs.get(key).copied(), ri, path)?;
                 ri += 1;
                 if next_shared.is_some_and(|n| n == key) {
                     next_shared = shared.next();
                 }
             }
         }
-        self.changed |= in_order != live.len();
+        self.changed |= list.in_order != list.live.len();
         Ok(())
     }
 
-    /// The live item at `lhs` (moved out of `live`) merged with `rhs`,
-    /// pushed onto `out` unless the merge leaves nothing; `in_order` the
-    /// live index expected next (a change when another comes).
-    #[allow(clippy::too_many_arguments)]
+    /// The live item at `lhs` (moved out of `list`'s live items) merged
+    /// with `rhs` (the configuration's item at `index`), pushed onto the
+    /// rebuilt list unless the merge leaves nothing.
     fn item(
         &mut self,
-        shape: Shape<'_>,
+        list: &mut Rebuilt<'_, '_>,
         lhs: Option<usize>,
-        live: &mut [Option<Value>],
-        in_order: &mut usize,
         rhs: Option<&Value>,
         index: usize,
         path: &mut String,
-        out: &mut Vec<Value>,
     ) -> Result<(), MergeError> {
         match lhs {
-            Some(i) if i == *in_order => *in_order += 1,
+            Some(i) if i == list.in_order => list.in_order += 1,
             _ => {
                 self.changed = true;
-                *in_order = usize::MAX;
+                list.in_order = usize::MAX;
             }
         }
-        let mut lhs = lhs.and_then(|i| live.get_mut(i)).and_then(Option::take);
+        let mut lhs = lhs.and_then(|i| list.live.get_mut(i)).and_then(Option::take);
         let Some(rhs) = rhs else {
-            out.extend(lhs);
+            list.out.extend(lhs);
             return Ok(());
         };
         let len = path.len();
         path.push_str(&format!("[{index}]"));
-        let merged = self.merge(shape, lhs.as_mut(), rhs, path)?;
+        let merged = self.merge(list.shape, lhs.as_mut(), rhs, path)?;
         path.truncate(len);
         match merged {
-            Merged::Into => out.extend(lhs),
+            Merged::Into => list.out.extend(lhs),
             Merged::New(value) => {
                 self.changed |= lhs.as_ref() != Some(&value);
-                out.push(value);
+                list.out.push(value);
             }
             Merged::Absent => self.changed = true,
         }

@@ -122,6 +122,9 @@ impl NativeMutation {
                     .collect()
             }
         };
+        if params.is_empty() {
+            return Ok(Outcome::NotApplied);
+        }
         // The object as CEL sees it: converted once, and again only for a
         // mutation after one that changed it. No `namespaceObject`: a
         // mutation that reads it is refused at load.

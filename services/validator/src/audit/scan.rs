@@ -121,15 +121,10 @@ impl Auditor {
     /// Until every `paramKind` the policies read has been listed (or is
     /// known not to exist), for at most [`PARAMS_WAIT`]: a pass started
     /// with a kind the policies have just added would report its
-    /// policies' "not yet synced" as errors. `WatchedParams` says whether
-    /// it is ready only when asked, so it is asked every 100 ms; a kind
-    /// that cannot be listed (its watch failing) holds the audit back no
-    /// longer than the wait.
+    /// policies' "not yet synced" as errors; a kind that cannot be listed
+    /// (its watch failing) holds the audit back no longer than the wait.
     async fn params_listed(&self) {
-        let deadline = tokio::time::Instant::now() + PARAMS_WAIT;
-        while !self.params.is_ready() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let _ = tokio::time::timeout(PARAMS_WAIT, self.params.listed()).await;
     }
 
     /// One pass: returns after `interval`, when the next pass should start.

@@ -32,9 +32,24 @@ pub struct WatchedParams {
     client: kube::Client,
     shutdown: CancellationToken,
     kinds: RwLock<HashMap<ParamKind, Arc<Kind>>>,
-    /// Woken when a kind is found unknown or found after all, so that the
-    /// policies' status can say so.
+    progress: Arc<Progress>,
+}
+
+/// What the kinds' watches tell of their progress: a kind found unknown,
+/// found after all, or first listed.
+#[derive(Debug, Default)]
+struct Progress {
+    /// For the policies' status, which says so: one waiter.
     discovered: Arc<tokio::sync::Notify>,
+    /// For every waiter until all kinds are listed ([`WatchedParams::listed`]).
+    changed: tokio::sync::watch::Sender<()>,
+}
+
+impl Progress {
+    fn tell(&self) {
+        self.discovered.notify_one();
+        self.changed.send_replace(());
+    }
 }
 
 impl std::fmt::Debug for WatchedParams {
@@ -64,7 +79,7 @@ enum State {
 impl WatchedParams {
     /// Nothing watched yet; watches run until `shutdown`.
     pub fn new(client: kube::Client, shutdown: CancellationToken) -> Arc<Self> {
-        Arc::new(Self { client, shutdown, kinds: RwLock::default(), discovered: Arc::default() })
+        Arc::new(Self { client, shutdown, kinds: RwLock::default(), progress: Arc::default() })
     }
 
     /// Watches exactly `wanted`: starts a watch for each new kind, stops
@@ -89,14 +104,14 @@ impl WatchedParams {
                 stop: self.shutdown.child_token(),
             });
             kinds.insert(kind.clone(), watched.clone());
-            tokio::spawn(run(self.client.clone(), kind, watched, self.discovered.clone()));
+            tokio::spawn(run(self.client.clone(), kind, watched, self.progress.clone()));
         }
     }
 
     /// Woken when discovery finds a kind unknown, or finds it after all,
     /// and when a kind's objects are first listed.
     pub fn discovered(&self) -> Arc<tokio::sync::Notify> {
-        self.discovered.clone()
+        self.progress.discovered.clone()
     }
 
     /// Whether `kind`'s objects are listed (or it is known not to exist):
@@ -132,6 +147,19 @@ impl WatchedParams {
             State::Unknown(_) => true,
             State::Watching { .. } => k.synced.load(Ordering::Relaxed),
         })
+    }
+
+    /// Until [`WatchedParams::is_ready`]: woken by each kind's progress,
+    /// not by polling.
+    pub async fn listed(&self) {
+        // Subscribed before asking, so that no change is missed between.
+        let mut changes = self.progress.changed.subscribe();
+        while !self.is_ready() {
+            if changes.changed().await.is_err() {
+                // Not while `self` holds the sender.
+                return;
+            }
+        }
     }
 
     fn with<T>(
@@ -194,7 +222,7 @@ fn as_json(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
 
 /// Discovers `kind` (again every [`REDISCOVER`] while unknown), then keeps
 /// its objects in memory until the watch is stopped.
-async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discovered: Arc<tokio::sync::Notify>) {
+async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, progress: Arc<Progress>) {
     let (group, version) = match kind.api_version.split_once('/') {
         Some((group, version)) => (group, version),
         None => ("", kind.api_version.as_str()),
@@ -214,7 +242,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discover
                     State::Unknown(err.to_string()),
                 );
                 if !matches!(previous, State::Unknown(_)) {
-                    discovered.notify_one();
+                    progress.tell();
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(REDISCOVER) => {}
@@ -236,7 +264,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discover
         State::Watching { resource, scope, store: store.clone() },
     );
     if matches!(previous, State::Unknown(_)) {
-        discovered.notify_one();
+        progress.tell();
     }
     let mut stream = std::pin::pin!(stream);
     loop {
@@ -245,7 +273,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, discover
                 Some(Ok(watcher::Event::InitDone)) => {
                     if !watched.synced.swap(true, Ordering::Relaxed) {
                         tracing::info!(param_kind = %kind, objects = store.state().len(), "parameter objects are in memory");
-                        discovered.notify_one();
+                        progress.tell();
                     }
                 }
                 Some(Ok(_)) => {}
