@@ -18,6 +18,7 @@ use crate::config::{CelBounds, Config, Defaults};
 use portcullis_admission::names::{INJECT_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION};
 
 use crate::apply::BUILTIN;
+use crate::native::own::CompiledMutation;
 use crate::native::run::{Context, Outcome as Ran};
 use crate::status::{Rewrite, Status};
 use crate::{images, inject, pod};
@@ -153,10 +154,12 @@ fn start(original: &Value) -> Result<(Status, Vec<String>), Box<Outcome>> {
     if leave_alone(original) {
         return Err(Box::default());
     }
-    let Some(spec) = original.get("spec").filter(|s| s.is_object()) else {
+    if original.get("spec").is_none_or(|s| !s.is_object()) {
         return Err(Box::new(unchanged("the pod has no spec".into())));
-    };
-    if let Some(problem) = pod::unnamed_or_duplicate(spec) {
+    }
+    // The API server never sends such a pod; the injector does not repair
+    // what it would have to overwrite (annotations that are a list).
+    if let Some(problem) = pod::unusable(original) {
         return Err(Box::new(unchanged(problem)));
     }
     let mut warnings = Vec::new();
@@ -202,7 +205,9 @@ fn inject_all(
 }
 
 /// Runs the CEL mutations in order on `pod`, within the configuration's
-/// bounds. One that fails under `Fail` ends the mutation with its message;
+/// bounds, then once more those with `reinvocationPolicy: IfNeeded` that a
+/// later one's change asks for. One that fails under `Fail` ends the
+/// mutation with its message;
 /// under `Ignore` it leaves the pod as it was and warns. They run only on
 /// a pod read with the parts they read and change: a request read without
 /// them arrived before the configuration that holds them was in force
@@ -233,31 +238,57 @@ fn run_cel(
         deadline: cel.arrival.unwrap_or_else(Instant::now) + cel.bounds.timeout,
         params: &[],
     };
-    for mutation in &config.mutations {
-        let name = &mutation.spec.name;
-        // A pod the rest of the mutation cannot work on is the mutation's
-        // failure, under its failure policy.
-        let ran = mutation.compiled.run(context, req, pod, |pod| match pod::unusable(pod) {
-            None => Ok(()),
-            Some(why) => Err(format!("it left the pod unusable: {why}")),
-        });
-        let result = match ran {
-            Ok(Ran::Applied(_)) => CelResult::Applied,
-            Ok(Ran::NotApplied) => CelResult::Skipped,
-            Ok(Ran::Ignored(why)) => {
-                tracing::info!(mutation = %name, %why, "CEL mutation ignored (failurePolicy: Ignore)");
-                warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
-                CelResult::Ignored
-            }
-            Err(denied) => {
-                tracing::info!(mutation = %name, why = %denied.message, "CEL mutation failed: the pod is denied");
-                cel.ran.push((name.clone(), CelResult::Failed));
-                return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message));
-            }
-        };
-        cel.ran.push((name.clone(), result));
+    // As the API server orders MAPs: a change asks every entry with
+    // `reinvocationPolicy: IfNeeded` that ran before it to run once more.
+    let (mut reinvocable, mut again) = (Vec::new(), Vec::new());
+    for (i, mutation) in config.mutations.iter().enumerate() {
+        let (applied, changed) = run_one(mutation, context, req, pod, warnings, cel)?;
+        if changed {
+            again.clone_from(&reinvocable);
+        }
+        if applied && mutation.compiled.reinvoke {
+            reinvocable.push(i);
+        }
+    }
+    for i in again {
+        run_one(&config.mutations[i], context, req, pod, warnings, cel)?;
     }
     Ok(())
+}
+
+/// Runs one CEL mutation on `pod` and records what it did: whether it
+/// applied, and whether it changed the pod; or why it denies the pod.
+fn run_one(
+    mutation: &CompiledMutation,
+    context: Context<'_>,
+    req: &Request,
+    pod: &mut Value,
+    warnings: &mut Vec<String>,
+    cel: &mut Cel,
+) -> Result<(bool, bool), String> {
+    let name = &mutation.spec.name;
+    // A pod the rest of the mutation cannot work on is the mutation's
+    // failure, under its failure policy.
+    let ran = mutation.compiled.run(context, req, pod, |pod| match pod::unusable(pod) {
+        None => Ok(()),
+        Some(why) => Err(format!("it left the pod unusable: {why}")),
+    });
+    let (result, outcome) = match ran {
+        Ok(Ran::Applied(changed)) => (CelResult::Applied, (true, changed)),
+        Ok(Ran::NotApplied) => (CelResult::Skipped, (false, false)),
+        Ok(Ran::Ignored(why)) => {
+            tracing::info!(mutation = %name, %why, "CEL mutation ignored (failurePolicy: Ignore)");
+            warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
+            (CelResult::Ignored, (false, false))
+        }
+        Err(denied) => {
+            tracing::info!(mutation = %name, why = %denied.message, "CEL mutation failed: the pod is denied");
+            cel.ran.push((name.clone(), CelResult::Failed));
+            return Err(format!("portcullis: mutation {name:?} failed: {}", denied.message));
+        }
+    };
+    cel.ran.push((name.clone(), result));
+    Ok(outcome)
 }
 
 /// Allows a pod the injector cannot work on unchanged, saying why.

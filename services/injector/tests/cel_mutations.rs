@@ -144,6 +144,54 @@ fn one(mutation: &str) -> String {
     )
 }
 
+const REINVOKED: &str = r#"- name: team-label
+  reinvocationPolicy: POLICY
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >-
+          Object{metadata: Object.metadata{labels: {"team":
+            has(object.metadata.annotations) && "team" in object.metadata.annotations
+              ? object.metadata.annotations["team"] : "none"}}}
+- name: team-annotation
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{annotations: {"team": "shop"}}}'
+"#;
+
+#[test]
+fn an_entry_asking_for_it_runs_again_after_a_later_one_changed_the_pod() {
+    let object = pod(json!({}), json!([web()]));
+    let run = |policy: &str| {
+        let injector = Injector::new(load(&one(&REINVOKED.replace("POLICY", policy))).expect("loads"));
+        let admitted = admit(&injector, &again(&review("pod-v1.json"), &object));
+        assert_eq!(admitted.object["metadata"]["annotations"]["team"], "shop");
+        let second = admit(&injector, &again(&review("pod-v1.json"), &admitted.object));
+        (admitted.object["metadata"]["labels"]["team"].clone(), second.patch().is_none())
+    };
+    // Run once, before the annotation was there: the next pass (the API
+    // server reinvoking the webhook) changes the label again.
+    assert_eq!(run("Never"), (json!("none"), false));
+    // Run again after the annotation was set: settled in one pass.
+    assert_eq!(run("IfNeeded"), (json!("shop"), true));
+}
+
+#[test]
+fn a_pod_the_api_server_would_never_send_is_left_as_it_is() {
+    // Found by the `inject` fuzz target: the annotations a list, which the
+    // status annotation would have replaced after the mutations had read
+    // it, so that the next pass changed the pod again.
+    let injector = Injector::new(load(&cel_config()).expect("the fixture loads"));
+    let mut object = pod(json!({}), json!([web()]));
+    object["metadata"]["annotations"] = json!([null]);
+    let admitted = admit(&injector, &again(&review("pod-v1.json"), &object));
+    assert_eq!(admitted.response["response"]["allowed"], true);
+    assert_eq!(admitted.patch(), None);
+    let warnings = admitted.warnings();
+    assert!(warnings.iter().any(|w| w.contains("metadata.annotations is not an object")), "{warnings:?}");
+}
+
 const ARGS: &str = r#"- name: set-args
   atomicFields: Refuse
   mutations:

@@ -43,6 +43,21 @@ pub struct CelMutation {
     /// sets them whole; `Refuse` fails as MutatingAdmissionPolicy does.
     #[serde(default = "replace")]
     pub atomic_fields: Atomics,
+    /// `Never` (default): the entry runs once; `IfNeeded`: it runs once
+    /// more when an entry after it changed the pod, as the API server
+    /// reinvokes a MutatingAdmissionPolicy after a later change.
+    #[serde(default)]
+    pub reinvocation_policy: ReinvocationPolicy,
+}
+
+/// Whether an entry runs again after a later one changed the pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ReinvocationPolicy {
+    /// Once.
+    #[default]
+    Never,
+    /// Once more, after an entry after it changed the pod.
+    IfNeeded,
 }
 
 fn replace() -> Atomics {
@@ -126,8 +141,7 @@ impl CelMutation {
             variables: &self.variables,
             mutations,
             failure: self.failure_policy,
-            // The webhook configuration's reinvocationPolicy applies.
-            reinvoke: false,
+            reinvoke: self.reinvocation_policy == ReinvocationPolicy::IfNeeded,
             atomics: self.atomic_fields,
             field_prefix: "",
         };
