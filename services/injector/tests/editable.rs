@@ -1,5 +1,5 @@
-//! The injector reads only the parts of a pod it may change
-//! (`pod::Editable`) and diffs those; on generated pods, with every shipped
+//! The injector reads only the parts of a pod its configuration reads or
+//! may change (`pod::parts_for`) and diffs those; on generated pods, with every shipped
 //! configuration and on a second pass after the configuration changed, the
 //! patch it answers must give exactly the pod that the same mutation of the
 //! whole pod gives (`mutate::mutated_whole`).
@@ -16,9 +16,9 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use support::{admit, again, review};
 
-/// The configurations the injector ships or is tested with, and the test
-/// one with its `proxy` template changed (so that a second pass takes the
-/// old injection out).
+/// The configurations the injector ships or is tested with, the test one
+/// with its `proxy` template changed (so that a second pass takes the old
+/// injection out), and the one with CEL mutations.
 fn configs() -> Vec<Config> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let files: [PathBuf; 2] = [support::data("config.yaml"), root.join("deploy/base/policies/injector.yaml")];
@@ -45,6 +45,10 @@ fn configs() -> Vec<Config> {
         template.image_pull_secrets.clear();
     }
     configs.push(changed);
+    // CEL mutations of all three patch types: the pod is read with what
+    // they read and change too.
+    let cel = portcullis_server::watch::read_all(&[support::data("cel-config.yaml")]).expect("readable");
+    configs.push(portcullis_injector::serve::parse(&cel).expect("the configuration is valid"));
     configs
 }
 
@@ -160,7 +164,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn the_patch_gives_what_mutating_the_whole_pod_gives(object in pod(), first in 0usize..2, late in any::<bool>()) {
+    fn the_patch_gives_what_mutating_the_whole_pod_gives(
+        object in pod(),
+        first in prop::sample::select(vec![0usize, 1, 3]),
+        late in any::<bool>(),
+    ) {
         let configs = configs();
         let mut injected = same_as_whole(&configs[first], &object)?;
         if late && let Some(containers) = injected["spec"]["containers"].as_array_mut() {
