@@ -354,4 +354,39 @@ mod tests {
         assert!(req.object.is_none());
         assert_eq!(req.old_object.as_ref().and_then(|o| o["metadata"]["name"].as_str()), Some("p"));
     }
+
+    #[test]
+    fn the_envelope_reads_as_a_derived_one_would() {
+        // Unknown fields are ignored, optional ones may be null, a field
+        // given twice is refused, a missing required one is named.
+        let mut request = pod_request(json!({"metadata": {"name": "p"}}));
+        request["somethingNew"] = json!({"x": [1]});
+        request["subResource"] = Value::Null;
+        let req = decode(&review("admission.k8s.io/v1", request.clone())).expect("valid");
+        assert_eq!(req.inner.sub_resource, None);
+        assert_eq!(req.inner.name, "", "absent: empty");
+        assert_eq!(req.inner.user_info.username.as_deref(), Some("alice"));
+
+        let text = String::from_utf8(review("admission.k8s.io/v1", request.clone())).unwrap_or_default();
+        let twice = text.replacen(r#""uid":"#, r#""uid":"a","uid":"#, 1);
+        let err = decode(twice.as_bytes()).expect_err("a field twice");
+        assert!(format!("{:?}", err).contains("duplicate field `uid`"), "{err:?}");
+
+        if let Some(fields) = request.as_object_mut() {
+            fields.remove("operation");
+        }
+        let err = decode(&review("admission.k8s.io/v1", request)).expect_err("no operation");
+        assert!(format!("{:?}", err).contains("missing field `operation`"), "{err:?}");
+    }
+
+    #[test]
+    fn the_objects_are_built_with_the_parts_asked_for() {
+        let mut request = pod_request(json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {"x": 1}}));
+        request["oldObject"] = json!({"metadata": {"name": "q"}, "spec": {}});
+        let parts = Arc::new(Parts::fields([("metadata", Parts::fields([("name", Parts::All)]))]));
+        let req = decode_parts(&review("admission.k8s.io/v1", request), &parts).expect("valid");
+        assert_eq!(req.object, Some(json!({"metadata": {"name": "p"}})));
+        assert_eq!(req.old_object, Some(json!({"metadata": {"name": "q"}})));
+        assert!(Arc::ptr_eq(&req.parts, &parts));
+    }
 }
