@@ -40,8 +40,8 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(patched, mutated, "the patch does not give the mutated pod");
 
-    let again = read_pod(&envelope.body(Some(&mutated), None), &parts)
-        .unwrap_or_else(|e| panic!("the mutated pod: {e}"));
+    let again =
+        read_pod(&envelope.body(Some(&mutated), None), &parts).unwrap_or_else(|e| panic!("the mutated pod: {e}"));
     let second = answer(mutate(&again, config).decision, &again);
     assert_eq!(second, None::<Value>, "a second pass changed the pod\nfirst: {mutated}");
 });
