@@ -242,11 +242,11 @@ fn run_cel(
     // `reinvocationPolicy: IfNeeded` that ran before it to run once more.
     let (mut reinvocable, mut again) = (Vec::new(), Vec::new());
     for (i, mutation) in config.mutations.iter().enumerate() {
-        let (applied, changed) = run_one(mutation, context, req, pod, warnings, cel)?;
+        let Some(changed) = run_one(mutation, context, req, pod, warnings, cel)? else { continue };
         if changed {
             again.clone_from(&reinvocable);
         }
-        if applied && mutation.compiled.reinvoke {
+        if mutation.compiled.reinvoke {
             reinvocable.push(i);
         }
     }
@@ -256,8 +256,8 @@ fn run_cel(
     Ok(())
 }
 
-/// Runs one CEL mutation on `pod` and records what it did: whether it
-/// applied, and whether it changed the pod; or why it denies the pod.
+/// Runs one CEL mutation on `pod` and records what it did: `Some` when it
+/// applied, holding whether it changed the pod; or why it denies the pod.
 fn run_one(
     mutation: &CompiledMutation,
     context: Context<'_>,
@@ -265,7 +265,7 @@ fn run_one(
     pod: &mut Value,
     warnings: &mut Vec<String>,
     cel: &mut Cel,
-) -> Result<(bool, bool), String> {
+) -> Result<Option<bool>, String> {
     let name = &mutation.spec.name;
     // A pod the rest of the mutation cannot work on is the mutation's
     // failure, under its failure policy.
@@ -274,12 +274,12 @@ fn run_one(
         Some(why) => Err(format!("it left the pod unusable: {why}")),
     });
     let (result, outcome) = match ran {
-        Ok(Ran::Applied(changed)) => (CelResult::Applied, (true, changed)),
-        Ok(Ran::NotApplied) => (CelResult::Skipped, (false, false)),
+        Ok(Ran::Applied(changed)) => (CelResult::Applied, Some(changed)),
+        Ok(Ran::NotApplied) => (CelResult::Skipped, None),
         Ok(Ran::Ignored(why)) => {
             tracing::info!(mutation = %name, %why, "CEL mutation ignored (failurePolicy: Ignore)");
             warnings.push(format!("portcullis: mutation {name:?} was ignored (failurePolicy: Ignore): {why}"));
-            (CelResult::Ignored, (false, false))
+            (CelResult::Ignored, None)
         }
         Err(denied) => {
             tracing::info!(mutation = %name, why = %denied.message, "CEL mutation failed: the pod is denied");

@@ -26,12 +26,12 @@ use crate::evaluate::{Cluster, Evaluation, FindingKind, KnownNamespaces, Setting
 use crate::params::WatchedParams;
 use crate::policy::{Action, Policy, PolicySet};
 
-/// Resources never audited, even by a policy that selects every resource:
-/// they change all the time and no policy is about them, or they are the
-/// audit's own output.
 /// The longest a pass waits for the parameter objects to be listed.
 const PARAMS_WAIT: Duration = Duration::from_secs(30);
 
+/// Resources never audited, even by a policy that selects every resource:
+/// they change all the time and no policy is about them, or they are the
+/// audit's own output.
 const SKIPPED: [(&str, &str); 5] = [
     ("", "events"),
     ("events.k8s.io", "events"),
