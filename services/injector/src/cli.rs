@@ -96,6 +96,13 @@ pub struct Mutate {
     /// documents each): repeat for several files.
     #[arg(long = "params")]
     pub params: Vec<PathBuf>,
+    /// Schemas of kinds other than the built-in ones, for the MAPs' apply
+    /// configurations: a CustomResourceDefinition manifest (or a `List` of
+    /// them), or the API server's OpenAPI v3 document for a group version
+    /// (`kubectl get --raw /openapi/v3/apis/GROUP/VERSION`): repeat for
+    /// several files.
+    #[arg(long = "schema")]
+    pub schemas: Vec<PathBuf>,
     /// Manifest (YAML or JSON, one or more documents) or AdmissionReview
     /// JSON; `-` reads standard input.
     #[arg(short = 'f', long = "filename")]

@@ -5,6 +5,7 @@
 //! when something after them changed the object.
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,7 +17,7 @@ use portcullis_server::watch;
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::apply::BUILTIN;
+use crate::apply::{BUILTIN, Schemas};
 use crate::cli::{Mutate, Output};
 use crate::config::CelBounds;
 use crate::native::run::{Context, run_round};
@@ -43,6 +44,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let input = portcullis_process::input::read(file).context("reading --params")?;
         params.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
     }
+    let schemas = read_schemas(&args.schemas)?;
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
     let mut first = true;
@@ -51,7 +53,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
         let context = Context {
             namespaces: &namespaces,
-            schemas: &BUILTIN,
+            schemas: schemas.as_ref().unwrap_or(&BUILTIN),
             limits: args.cel.limits(),
             deadline: Instant::now() + args.cel.cel_timeout,
             params: &params,
@@ -116,6 +118,36 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Manifest
         return Err(anyhow::Error::new(first).context("a MutatingAdmissionPolicy is invalid"));
     }
     Ok((natives, ManifestNamespaces::from_documents(&documents)))
+}
+
+/// The built-in schemas with those of `--schema`, if any is given.
+fn read_schemas(files: &[PathBuf]) -> anyhow::Result<Option<Schemas>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut schemas = Schemas::builtin();
+    for file in files {
+        let input = portcullis_process::input::read(file).context("reading --schema")?;
+        let what = || format!("--schema {}", file.display());
+        for document in manifest::documents(&input).with_context(what)? {
+            let items = match document["kind"].as_str() {
+                Some("List") => document["items"].as_array().cloned().unwrap_or_default(),
+                _ => vec![document],
+            };
+            for item in items {
+                let read = match (item["kind"].as_str(), item.get("components")) {
+                    (Some("CustomResourceDefinition"), _) => Schemas::from_crd(&item).map_err(anyhow::Error::msg),
+                    (_, Some(_)) => Schemas::from_openapi(&item).map_err(anyhow::Error::new),
+                    (kind, None) => Err(anyhow::anyhow!(
+                        "{} is neither a CustomResourceDefinition nor an OpenAPI v3 document",
+                        kind.unwrap_or("a document without a kind")
+                    )),
+                };
+                schemas.extend(read.with_context(what)?);
+            }
+        }
+    }
+    Ok(Some(schemas))
 }
 
 /// The MAPs, then the injector, then once more the MAPs that asked for it

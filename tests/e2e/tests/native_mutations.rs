@@ -6,23 +6,80 @@
 //! receives) is given to `mutate --policy` with the same YAML and the
 //! result created (dry run) where no MAP applies. The two stored objects
 //! must be equal field for field, or both refused with the same message.
+//! A custom resource's case runs `mutate` twice, with the kind's schema
+//! given as its CRD and as the API server's OpenAPI v3 document.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use portcullis_e2e::cleanup::Cleanup;
 use portcullis_e2e::webhook::namespace;
 use portcullis_e2e::{binaries, cluster, eventually, ok, stored_dry_run, unique};
 use serde_json::{Value, json};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
+const PODS: (&str, &str) = ("\"\"", "pods");
+const DEPLOYMENTS: (&str, &str) = ("apps", "deployments");
+const WIDGETS: (&str, &str) = ("e2e.portcullis.dev", "widgets");
+
+/// A custom resource with a list-map, a set, an atomic list, an atomic
+/// map and a granular one: what an apply configuration merges by schema.
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.e2e.portcullis.dev}
+spec:
+  group: e2e.portcullis.dev
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+                    protocol: {type: string, default: TCP}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              args:
+                type: array
+                items: {type: string}
+              selector:
+                type: object
+                x-kubernetes-map-type: atomic
+                additionalProperties: {type: string}
+              settings:
+                type: object
+                additionalProperties: {type: string}
+"#;
+
 /// A case: its MAP's spec (without `matchConstraints`, which every case
-/// shares: Pods, or Deployments when `deployments`), and its objects; the
-/// first one must be changed or refused by the MAP (that is how the test
-/// knows the MAP is in force).
+/// shares: CREATEs of `resource`), and its objects; the first one must be
+/// changed or refused by the MAP (that is how the test knows the MAP is in
+/// force).
 struct Case {
     name: &'static str,
-    deployments: bool,
+    /// The API group (flow YAML) and resource the MAP matches.
+    resource: (&'static str, &'static str),
     spec: &'static str,
     objects: Vec<Value>,
     /// The binding's `paramRef` (flow YAML), if the MAP has `paramKind`.
@@ -62,7 +119,7 @@ fn cases() -> Vec<Case> {
         // ApplyConfiguration, unless the pod has it already.
         Case {
             name: "docs-apply-sidecar",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   matchConditions:
   - name: does-not-already-have-sidecar
@@ -87,7 +144,7 @@ fn cases() -> Vec<Case> {
         // exists (args, an atomic list, included: JSON Patch may set it).
         Case {
             name: "docs-jsonpatch-sidecar",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   matchConditions:
   - name: has-init-containers
@@ -112,7 +169,7 @@ fn cases() -> Vec<Case> {
         // Labels added, and replaced where the key is there.
         Case {
             name: "labels",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   reinvocationPolicy: Never
   mutations:
@@ -128,7 +185,7 @@ fn cases() -> Vec<Case> {
         // annotations makes the patch fail, and the policy refuse it.
         Case {
             name: "annotations-escaped",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   reinvocationPolicy: Never
   mutations:
@@ -145,7 +202,7 @@ fn cases() -> Vec<Case> {
         // The same with failurePolicy Ignore: the failing object passes.
         Case {
             name: "annotations-ignore",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   failurePolicy: Ignore
   reinvocationPolicy: Never
@@ -161,7 +218,7 @@ fn cases() -> Vec<Case> {
         // A JSON Patch `test` that fails leaves the object as it was.
         Case {
             name: "jsonpatch-test",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   reinvocationPolicy: Never
   mutations:
@@ -182,7 +239,7 @@ fn cases() -> Vec<Case> {
         // words whether the key or its parent is missing.
         Case {
             name: "jsonpatch-remove",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   reinvocationPolicy: Never
   mutations:
@@ -202,7 +259,7 @@ fn cases() -> Vec<Case> {
         // one, and updated in place in a pod that has one.
         Case {
             name: "sidecar-by-name",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   variables:
   - name: image
@@ -222,7 +279,7 @@ fn cases() -> Vec<Case> {
         // What MAP refuses: a sidecar with args (an atomic list).
         Case {
             name: "atomic-refused",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   reinvocationPolicy: Never
   mutations:
@@ -239,7 +296,7 @@ fn cases() -> Vec<Case> {
         // through a variable; two mutations in order.
         Case {
             name: "deployment-defaults",
-            deployments: true,
+            resource: DEPLOYMENTS,
             spec: r#"
   matchConditions:
   - name: no-security-context
@@ -269,11 +326,55 @@ fn cases() -> Vec<Case> {
             param_ref: None,
             params: Vec::new(),
         },
+        // A custom resource merged by its CRD's schema: an item added to
+        // a list-map and one replaced by key, a set grown, a granular map
+        // merged key by key.
+        Case {
+            name: "crd-merge",
+            resource: WIDGETS,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{ports: [Object.spec.ports{name: "metrics", port: 9090}],
+          tags: ["managed"], settings: {"mode": "strict"}}}
+"#,
+            objects: vec![
+                widget("bare", json!({})),
+                widget(
+                    "full",
+                    json!({"ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 8080, "protocol": "UDP"}],
+                           "tags": ["a", "managed"], "settings": {"x": "y", "mode": "loose"}}),
+                ),
+            ],
+            param_ref: None,
+            params: Vec::new(),
+        },
+        // What MAP refuses on a custom resource: its atomic list and map.
+        Case {
+            name: "crd-atomic",
+            resource: WIDGETS,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{args: ['--verbose'], selector: {'app': 'w'}}}"
+"#,
+            objects: vec![
+                widget("bare", json!({})),
+                widget("set", json!({"args": ["--quiet"], "selector": {"a": "b"}})),
+            ],
+            param_ref: None,
+            params: Vec::new(),
+        },
         // Parameters: one ConfigMap by name, read by a match condition
         // and the mutation.
         Case {
             name: "params-by-name",
-            deployments: false,
+            resource: PODS,
             spec: r#"
   paramKind: {apiVersion: v1, kind: ConfigMap}
   matchConditions:
@@ -290,6 +391,10 @@ fn cases() -> Vec<Case> {
             params: vec![config_map("tiers", json!({}), json!({"tier": "gold", "enabled": "true"}))],
         },
     ]
+}
+
+fn widget(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "e2e.portcullis.dev/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})
 }
 
 fn config_map(name: &str, labels: Value, data: Value) -> Value {
@@ -309,7 +414,7 @@ fn deployment(name: &str, replicas: u32, extra: Value) -> Value {
 
 /// The YAML of a case's MAP and binding, bound to namespace `ns`.
 fn policy_yaml(case: &Case, name: &str, ns: &str) -> String {
-    let (group, resource) = if case.deployments { ("apps", "deployments") } else { ("\"\"", "pods") };
+    let (group, resource) = case.resource;
     format!(
         "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  \
          matchConstraints:\n    resourceRules:\n    - {{apiGroups: [{group}], apiVersions: [v1], operations: [CREATE], \
@@ -322,8 +427,8 @@ fn policy_yaml(case: &Case, name: &str, ns: &str) -> String {
 }
 
 /// `mutate --policy` on `object` as the API server admits it in `ns`,
-/// with `params` (in `ns`) as `--params`.
-fn mutate(yaml: &str, ns: &str, params: &[Value], admitted: &Value) -> Result<Value, String> {
+/// with `params` (in `ns`) as `--params` and `schema` as `--schema`.
+fn mutate(yaml: &str, ns: &str, params: &[Value], schema: Option<&Path>, admitted: &Value) -> Result<Value, String> {
     let dir = tempfile::tempdir().expect("a test step");
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": ns, "labels": {"e2e.portcullis.dev/map": ns}}});
@@ -348,6 +453,9 @@ fn mutate(yaml: &str, ns: &str, params: &[Value], admitted: &Value) -> Result<Va
     if !params.is_empty() {
         command.arg("--params").arg(&params_file);
     }
+    if let Some(schema) = schema {
+        command.arg("--schema").arg(schema);
+    }
     let out = command.arg("-f").arg(&input).stderr(Stdio::inherit()).output().expect("a test step");
     assert!(out.status.success(), "mutate failed");
     let review: Value = serde_json::from_slice(&out.stdout).expect("mutate prints a review");
@@ -362,11 +470,42 @@ fn mutate(yaml: &str, ns: &str, params: &[Value], admitted: &Value) -> Result<Va
     Ok(admitted)
 }
 
+/// `message` with the atomic fields it names sorted: the API server names
+/// them in no fixed order (two runs of the same case differ).
+fn unordered(message: &str) -> String {
+    const ATOMIC: &str = "may not mutate atomic arrays, maps or structs: ";
+    let Some((before, fields)) = message.split_once(ATOMIC) else { return message.to_owned() };
+    let mut fields: Vec<&str> = fields.split(", ").collect();
+    fields.sort_unstable();
+    format!("{before}{ATOMIC}{}", fields.join(", "))
+}
+
+/// Creates the Widget CRD (deleted when its cleanup drops) and writes its
+/// two schemas into `dir`: the CRD as applied, and the API server's
+/// OpenAPI v3 document for its group version, once the API server
+/// publishes it.
+async fn widget_schemas(dir: &Path) -> (Cleanup, [PathBuf; 2]) {
+    let crd = Cleanup::apply("crd", "widgets.e2e.portcullis.dev", WIDGET_CRD);
+    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd/widgets.e2e.portcullis.dev", "--timeout=60s"]));
+    let openapi = eventually("the API server publishes the Widget schema", MINUTE, || {
+        let out = cluster().kubectl(&["get", "--raw", "/openapi/v3/apis/e2e.portcullis.dev/v1"]);
+        let document: Value = serde_json::from_slice(&out.stdout).ok()?;
+        document.pointer("/components/schemas/dev.portcullis.e2e.v1.Widget").is_some().then_some(document)
+    })
+    .await;
+    let (manifest, document) = (dir.join("widget-crd.yaml"), dir.join("widget-openapi.json"));
+    std::fs::write(&manifest, WIDGET_CRD).expect("a test step");
+    std::fs::write(&document, openapi.to_string()).expect("a test step");
+    (crd, [manifest, document])
+}
+
 #[tokio::test]
 async fn maps_mutate_as_the_api_server_mutates() {
     let client = cluster().client().await;
     let plain = unique("map-off");
     namespace(&client, &plain, &[]).await;
+    let schemas = tempfile::tempdir().expect("a test step");
+    let (_crd, widget_schemas) = widget_schemas(schemas.path()).await;
     let (mut compared, mut changed, mut refused, mut differences) = (0, 0, 0, Vec::new());
     for case in cases() {
         let ns = unique(&format!("map-{}", case.name));
@@ -387,18 +526,24 @@ async fn maps_mutate_as_the_api_server_mutates() {
             let what = format!("{} {}", case.name, object["metadata"]["name"]);
             let theirs = stored_dry_run(object, &ns);
             let admitted = stored_dry_run(object, &plain).expect("the object is valid without the MAP");
-            let ours = mutate(&yaml, &ns, &case.params, &admitted).and_then(|mutated| stored_dry_run(&mutated, &plain));
             compared += 1;
             changed += usize::from(theirs.as_ref().is_ok_and(|t| *t != admitted));
             refused += usize::from(theirs.is_err());
-            let same = match (&theirs, &ours) {
-                (Ok(t), Ok(o)) => t == o,
-                // kubectl prefixes the API server's message.
-                (Err(t), Err(o)) => t.ends_with(o.as_str()),
-                _ => false,
-            };
-            if !same {
-                differences.push(format!("{what}:\n  API server: {theirs:?}\n  mutate:     {ours:?}"));
+            let schemas: &[Option<&Path>] =
+                if case.resource == WIDGETS { &[Some(&widget_schemas[0]), Some(&widget_schemas[1])] } else { &[None] };
+            for schema in schemas {
+                let ours = mutate(&yaml, &ns, &case.params, *schema, &admitted)
+                    .and_then(|mutated| stored_dry_run(&mutated, &plain));
+                let same = match (&theirs, &ours) {
+                    (Ok(t), Ok(o)) => t == o,
+                    // kubectl prefixes the API server's message.
+                    (Err(t), Err(o)) => unordered(t).ends_with(&unordered(o)),
+                    _ => false,
+                };
+                if !same {
+                    let with = schema.map(|s| format!(" (--schema {})", s.display())).unwrap_or_default();
+                    differences.push(format!("{what}:\n  API server: {theirs:?}\n  mutate{with}: {ours:?}"));
+                }
             }
         }
         ok(cluster().kubectl(&["delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", &name]));

@@ -3,7 +3,8 @@
 //! defaults of key fields. The built-in kinds' schemas come with the binary
 //! (`schemas/builtin.json`, written by `scripts/openapi-schemas` from a real
 //! API server); any other kind's come from its API server's
-//! `/openapi/v3` document, which has the same shape.
+//! `/openapi/v3` document, which has the same shape, or from its
+//! CustomResourceDefinition, read as the API server publishes it.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -65,9 +66,10 @@ pub struct Schemas {
 }
 
 /// The schemas of the built-in kinds that come with the binary.
-pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("../../schemas/builtin.json")).expect("schemas/builtin.json is valid")
-});
+pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(Schemas::builtin);
+
+/// Where the API server's OpenAPI puts every object's metadata.
+const OBJECT_META: &str = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// How a list's items are merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +101,18 @@ pub enum Shape<'a> {
 }
 
 impl Schemas {
+    /// The built-in kinds' schemas, a copy of their own ([`BUILTIN`] is
+    /// shared) to [`extend`](Self::extend) with other kinds'.
+    pub fn builtin() -> Self {
+        serde_json::from_str(include_str!("../../schemas/builtin.json")).expect("schemas/builtin.json is valid")
+    }
+
+    /// Adds `other`'s kinds and schemas; of a name both have, `other`'s.
+    pub fn extend(&mut self, other: Self) {
+        self.kinds.extend(other.kinds);
+        self.schemas.extend(other.schemas);
+    }
+
     /// The schema of objects of `group/version/kind`.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Shape<'_>> {
         let name = self.kinds.get(&format!("{group}/{version}/{kind}"))?;
@@ -123,6 +137,47 @@ impl Schemas {
                 out.kinds.insert(format!("{}/{}/{}", part("group"), part("version"), part("kind")), name.clone());
             }
             out.schemas.insert(name, Node::deserialize(raw)?);
+        }
+        Ok(out)
+    }
+
+    /// Reads a CustomResourceDefinition (apiextensions.k8s.io/v1): each
+    /// version's `openAPIV3Schema`, as the API server publishes it in its
+    /// OpenAPI v3 and merges apply configurations by it: `metadata` is
+    /// ObjectMeta (resolved once this set [extends](Self::extend) the
+    /// built-in ones), `apiVersion` and `kind` strings.
+    pub fn from_crd(crd: &Value) -> Result<Self, String> {
+        let text = |pointer: &str| {
+            crd.pointer(pointer)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{} is required", pointer[1..].replace('/', ".")))
+        };
+        let (group, kind) = (text("/spec/group")?, text("/spec/names/kind")?);
+        let versions = crd.pointer("/spec/versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
+        let prefix: Vec<&str> = group.split('.').rev().collect();
+        let mut out = Self::default();
+        for version in versions {
+            let name = version.get("name").and_then(Value::as_str).ok_or("spec.versions[].name is required")?;
+            let mut schema = version
+                .pointer("/schema/openAPIV3Schema")
+                .cloned()
+                .ok_or_else(|| format!("version {name}: schema.openAPIV3Schema is required"))?;
+            let properties = schema
+                .as_object_mut()
+                .ok_or_else(|| format!("version {name}: openAPIV3Schema is not an object"))?
+                .entry("properties")
+                .or_insert_with(|| Value::Object(Default::default()));
+            let Some(properties) = properties.as_object_mut() else {
+                return Err(format!("version {name}: openAPIV3Schema.properties is not an object"));
+            };
+            properties.insert("metadata".into(), serde_json::json!({"$ref": OBJECT_META}));
+            for field in ["apiVersion", "kind"] {
+                properties.insert(field.into(), serde_json::json!({"type": "string"}));
+            }
+            let node = Node::deserialize(&schema).map_err(|e| format!("version {name}: {e}"))?;
+            let schema_name = format!("{}.{name}.{kind}", prefix.join("."));
+            out.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
+            out.schemas.insert(schema_name, node);
         }
         Ok(out)
     }
@@ -248,5 +303,38 @@ mod tests {
         let ports = schemas.field(container, "ports").unwrap();
         let protocol = schemas.field(schemas.items(ports), "protocol").unwrap();
         assert_eq!(schemas.default_of(protocol), Some(&Value::from("TCP")));
+    }
+
+    #[test]
+    fn a_crds_schema_is_read_as_the_api_server_publishes_it() {
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "spec": {"group": "example.com", "names": {"kind": "Widget"}, "versions": [{"name": "v1",
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "metadata": {"type": "object"},
+                    "spec": {"type": "object", "properties": {
+                        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                                  "x-kubernetes-list-map-keys": ["name"],
+                                  "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                        "args": {"type": "array", "items": {"type": "string"}},
+                        "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                     "additionalProperties": {"type": "string"}}}}}}}}]}
+        });
+        let mut schemas = Schemas::builtin();
+        schemas.extend(Schemas::from_crd(&crd).unwrap());
+        let widget = schemas.kind("example.com", "v1", "Widget").expect("the CRD's kind");
+        let spec = schemas.field(widget, "spec").unwrap();
+        assert_eq!(schemas.field(spec, "ports").unwrap().list_type(), ListType::Map(vec!["name".into()]));
+        assert_eq!(schemas.field(spec, "args").unwrap().list_type(), ListType::Atomic);
+        assert!(schemas.field(spec, "selector").unwrap().atomic_map());
+        assert!(schemas.field(spec, "other").is_none(), "a structural schema declares its fields");
+        // Metadata is ObjectMeta, whatever the CRD says of it.
+        let metadata = schemas.field(widget, "metadata").unwrap();
+        assert_eq!(schemas.field(metadata, "finalizers").unwrap().list_type(), ListType::Set);
+        assert!(schemas.field(widget, "apiVersion").is_some());
+        assert!(schemas.kind("", "v1", "Pod").is_some(), "the built-in kinds stay");
+
+        let err = Schemas::from_crd(&serde_json::json!({"spec": {"group": "example.com"}})).unwrap_err();
+        assert_eq!(err, "spec.names.kind is required");
     }
 }

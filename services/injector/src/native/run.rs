@@ -288,7 +288,7 @@ fn apply_configuration(
     let kind = req.kind();
     let shape = schemas.kind(&kind.group, &kind.version, &kind.kind).ok_or_else(|| {
         format!(
-            "Resource kind {}/{}, Kind={} has no schema here (offline: the built-in kinds of scripts/openapi-schemas)",
+            "Resource kind {}/{}, Kind={} has no schema here (offline: the built-in kinds, or give its CRD with --schema)",
             kind.group, kind.version, kind.kind
         )
     })?;
