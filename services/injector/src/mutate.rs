@@ -269,7 +269,7 @@ fn run_one(
     let name = &mutation.spec.name;
     // A pod the rest of the mutation cannot work on is the mutation's
     // failure, under its failure policy.
-    let ran = mutation.compiled.run(context, req, pod, |pod| match pod::unusable(pod) {
+    let ran = mutation.compiled.run(context, req, pod, |pod| match pod::unusable_in(pod, mutation.spec_may_change) {
         None => Ok(()),
         Some(why) => Err(format!("it left the pod unusable: {why}")),
     });

@@ -109,6 +109,12 @@ pub fn unnamed_or_duplicate(spec: &Value) -> Option<String> {
 /// it, if it cannot: its metadata, labels, annotations or spec are not
 /// objects, a container is not an object, or [`unnamed_or_duplicate`].
 pub fn unusable(pod: &Value) -> Option<String> {
+    unusable_in(pod, true)
+}
+
+/// As [`unusable`], checking the spec only when `spec` is true: after a
+/// mutation that cannot change it, the spec is as usable as it was.
+pub fn unusable_in(pod: &Value, spec: bool) -> Option<String> {
     let not_object = |v: Option<&Value>| v.is_some_and(|v| !v.is_object());
     let metadata = pod.get("metadata");
     if !pod.is_object() || not_object(metadata) {
@@ -118,6 +124,9 @@ pub fn unusable(pod: &Value) -> Option<String> {
         if not_object(metadata.and_then(|m| m.get(field))) {
             return Some(format!("metadata.{field} is not an object"));
         }
+    }
+    if !spec {
+        return None;
     }
     let Some(spec) = pod.get("spec").filter(|s| s.is_object()) else {
         return Some("spec is not an object".to_owned());

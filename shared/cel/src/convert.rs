@@ -36,12 +36,16 @@ impl Converted {
 
 /// `object`, `oldObject`, `request` and `namespaceObject` as CEL values,
 /// converted once per admission request and borrowed by every evaluation.
+/// A variable no expression reads is `None`: not bound at all, which costs
+/// nothing per evaluation (an expression that named it would read it).
 #[derive(Debug)]
 pub struct Bindings {
-    pub(crate) object: Converted,
-    pub(crate) old_object: Converted,
-    pub(crate) request: Converted,
-    pub(crate) namespace_object: Converted,
+    pub(crate) object: Option<Converted>,
+    pub(crate) old_object: Option<Converted>,
+    pub(crate) request: Option<Converted>,
+    pub(crate) namespace_object: Option<Converted>,
+    /// Whether an expression reads `params`, so that it is bound.
+    pub(crate) params_read: bool,
 }
 
 impl Bindings {
@@ -55,16 +59,26 @@ impl Bindings {
     /// As [`Bindings::of`], with `object` in place of the request's own (a
     /// mutation sees the object as the mutations before it left it).
     pub fn with_object(req: &Request, object: Option<&Value>, namespace: Option<&Value>, reads: &DataReads) -> Self {
-        let part = |value: Option<&Value>, reads: &Option<Reads>| match value {
-            Some(value) => Converted::reading(value, reads.as_ref()),
-            None => Converted::null(),
+        let part = |value: Option<&Value>, reads: &Option<Reads>| {
+            let reads = reads.as_ref()?;
+            Some(value.map_or_else(Converted::null, |value| Self::converted(value, reads)))
         };
         Self {
             object: part(object, &reads.object),
             old_object: part(req.old_object.as_ref(), &reads.old_object),
-            request: reads.request.as_ref().map_or_else(Converted::null, |r| Converted(request(req, r))),
+            request: reads.request.as_ref().map(|r| Converted(request(req, r))),
             namespace_object: part(namespace, &reads.namespace_object),
+            params_read: reads.params.is_some(),
         }
+    }
+
+    /// Nothing bound: what an expression that names no variable needs.
+    pub(crate) fn unread() -> Self {
+        Self { object: None, old_object: None, request: None, namespace_object: None, params_read: false }
+    }
+
+    fn converted(value: &Value, reads: &Reads) -> Converted {
+        Converted(to_cel_reading(value, reads))
     }
 }
 
@@ -192,14 +206,18 @@ mod tests {
             reads.add(&crate::compile(source, u64::MAX).unwrap());
         }
         let bindings = Bindings::of(&req, None, &reads);
-        assert_eq!(keys(bindings.object.0.as_ref()), ["metadata"]);
-        let metadata = bindings.object.0.downcast_ref::<CelMap>().unwrap().get_str("metadata").unwrap();
+        let object = bindings.object.as_ref().expect("object is read");
+        assert_eq!(keys(object.0.as_ref()), ["metadata"]);
+        let metadata = object.0.downcast_ref::<CelMap>().unwrap().get_str("metadata").unwrap();
         assert_eq!(keys(metadata), ["annotations", "name"]);
         let annotations = metadata.downcast_ref::<CelMap>().unwrap().get_str("annotations").unwrap();
         assert!(annotations.downcast_ref::<CelNull>().is_some(), "only has() reads it: a placeholder");
-        assert_eq!(keys(bindings.request.0.as_ref()), ["operation"]);
-        assert!(bindings.old_object.0.downcast_ref::<CelNull>().is_some(), "oldObject is not read");
+        assert_eq!(keys(bindings.request.as_ref().expect("request is read").0.as_ref()), ["operation"]);
+        assert!(bindings.old_object.is_none(), "oldObject is not read, so not bound");
+        assert!(!bindings.params_read);
         let whole = Bindings::of(&req, None, &DataReads::everything());
-        assert_eq!(keys(whole.object.0.as_ref()), ["apiVersion", "data", "kind", "metadata", "status"]);
+        let object = whole.object.as_ref().expect("object is read");
+        assert_eq!(keys(object.0.as_ref()), ["apiVersion", "data", "kind", "metadata", "status"]);
+        assert!(whole.namespace_object.is_some_and(|n| n.0.downcast_ref::<CelNull>().is_some()), "read, absent: null");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cel::common::types::{CelMap, CelMapKey};
 use cel::{Context, ExecutionError, Value};
@@ -204,7 +204,8 @@ impl<'e> Variables<'e> {
     }
 }
 
-/// Runs `run` over `bindings` and `params` (`null` when `None`) under
+/// Runs `run` over `bindings` and `params` (`null` when `None`; bound when
+/// the bindings' reads say an expression reads them) under
 /// `limits`, stopping at `deadline`; `Err` when a limit stopped it, whatever
 /// `run` made of the failed expression.
 pub fn evaluate<'e, T>(
@@ -220,15 +221,43 @@ pub fn evaluate<'e, T>(
     let result = ROOT.with(|root| {
         let mut ctx = root.new_inner_scope();
         ctx.set_meter(&meter);
-        ctx.add_variable_borrowed("object", bindings.object.0.as_ref());
-        ctx.add_variable_borrowed("oldObject", bindings.old_object.0.as_ref());
-        ctx.add_variable_borrowed("request", bindings.request.0.as_ref());
-        ctx.add_variable_borrowed("params", params.unwrap_or(&null).0.as_ref());
-        ctx.add_variable_borrowed("namespaceObject", bindings.namespace_object.0.as_ref());
+        let bound = [
+            ("object", bindings.object.as_ref()),
+            ("oldObject", bindings.old_object.as_ref()),
+            ("request", bindings.request.as_ref()),
+            ("params", bindings.params_read.then(|| params.unwrap_or(&null))),
+            ("namespaceObject", bindings.namespace_object.as_ref()),
+        ];
+        for (name, value) in bound {
+            if let Some(value) = value {
+                ctx.add_variable_borrowed(name, value.0.as_ref());
+            }
+        }
         run(&Scope { ctx, meter: &meter, current: &current, variables: None })
     });
     match meter.stopped() {
         None => Ok(result),
         Some(limit) => Err(Exceeded { limit, limits, expression: current.get().to_owned() }),
     }
+}
+
+/// The most a constant expression may cost to be [folded](fold), and the
+/// time it may take.
+const FOLD_LIMIT: u64 = 10_000;
+const FOLD_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The value of `expression` when it names no variable at all (no
+/// `object`, `params`, `variables`, nor a comprehension's own): the same on
+/// every request, as Kubernetes' CEL has no clock and no randomness, so it
+/// is evaluated once, at load, instead of on each request. `None` when it
+/// names a variable, fails, or costs more than [`FOLD_LIMIT`]: it then runs
+/// on each request under the runtime limits, as any other. A folded
+/// expression's cost is not charged again to a request's budget.
+pub fn fold(expression: &Expression) -> Option<Value> {
+    if !expression.program.references().variables().is_empty() {
+        return None;
+    }
+    let limits = Limits { per_call: FOLD_LIMIT, per_policy: FOLD_LIMIT };
+    let deadline = Instant::now() + FOLD_TIMEOUT;
+    evaluate(&Bindings::unread(), None, limits, deadline, |scope| scope.execute(expression)).ok()?.ok()
 }

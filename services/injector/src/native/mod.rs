@@ -62,6 +62,9 @@ pub struct Mutation {
     pub patch_type: PatchType,
     /// Its expression.
     pub expression: Expression,
+    /// Its value, when the expression names no variable: evaluated once,
+    /// at load ([`portcullis_cel::fold`]).
+    pub folded: Option<portcullis_cel::Value>,
 }
 
 /// A named expression (match condition or variable).
@@ -268,7 +271,9 @@ impl Uncompiled<'_> {
         }
         let mut mutations = Vec::new();
         for (patch_type, source, field) in self.mutations {
-            mutations.push(Mutation { patch_type, expression: expression(field, source)? });
+            let expression = expression(field, source)?;
+            let folded = portcullis_cel::fold(&expression);
+            mutations.push(Mutation { patch_type, expression, folded });
         }
         let mut data_reads = DataReads::default();
         let all = conditions.iter().chain(&variables).map(|n| &n.expression);

@@ -100,6 +100,9 @@ pub struct CompiledMutation {
     /// What it reads and changes of a pod: a request read without these
     /// parts is decided without it.
     pub pod_parts: Parts,
+    /// Whether it may change the pod's spec; if not, the spec stays as
+    /// usable as it was ([`crate::pod::unusable_in`]).
+    pub spec_may_change: bool,
 }
 
 impl PartialEq for CompiledMutation {
@@ -147,6 +150,7 @@ impl CelMutation {
         };
         let compiled = uncompiled.compile(cost_limit).map_err(fail)?;
         let pod_parts = compiled.object_parts(&BUILTIN, BUILTIN.kind("", "v1", "Pod"));
-        Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled), pod_parts })
+        let spec_may_change = compiled.may_change("spec");
+        Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled), pod_parts, spec_may_change })
     }
 }

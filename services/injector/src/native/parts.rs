@@ -35,6 +35,20 @@ impl NativeMutation {
         }
         parts
     }
+
+    /// Whether its mutations may change the object's top-level `field`.
+    pub fn may_change(&self, field: &str) -> bool {
+        self.mutations.iter().any(|mutation| {
+            let changes = match mutation.patch_type {
+                PatchType::JsonPatch => Changes::of_json_patch(&mutation.expression),
+                PatchType::JsonMergePatch | PatchType::ApplyConfiguration => Changes::of_object(&mutation.expression),
+            };
+            match changes {
+                Changes::Whole => true,
+                Changes::Fields(fields) => fields.contains_key(field),
+            }
+        })
+    }
 }
 
 /// What reading `reads` needs built; a field read only for its presence

@@ -161,18 +161,25 @@ impl NativeMutation {
         current: &mut Value,
         param: Option<&Converted>,
     ) -> Result<bool, String> {
-        let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
-        let result = evaluate(bindings, param, context.limits, context.deadline, |scope| {
-            scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
-        })
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
-        let patched = match mutation.patch_type {
-            PatchType::JsonPatch => json_patch(&result, current)?,
-            PatchType::ApplyConfiguration => {
-                return apply_configuration(context.schemas, req, &result, current, self.atomics);
+        let evaluated;
+        let result = match &mutation.folded {
+            Some(value) => value,
+            None => {
+                let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
+                evaluated = evaluate(bindings, param, context.limits, context.deadline, |scope| {
+                    scope.with_variables(variables, |scope| scope.execute(&mutation.expression))
+                })
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
+                &evaluated
             }
-            PatchType::JsonMergePatch => Some(merge_patch(&result, current.clone())?),
+        };
+        let patched = match mutation.patch_type {
+            PatchType::JsonPatch => json_patch(result, current)?,
+            PatchType::ApplyConfiguration => {
+                return apply_configuration(context.schemas, req, result, current, self.atomics);
+            }
+            PatchType::JsonMergePatch => Some(merge_patch(result, current.clone())?),
         };
         Ok(patched.is_some_and(|patched| {
             let changed = patched != *current;

@@ -1,0 +1,32 @@
+//! Folding: an expression that names no variable is evaluated once, at
+//! load, to the value it has on every request; anything else is left to
+//! run per request.
+
+use portcullis_cel::{Environment, Value, compile_in, fold};
+
+fn folded(source: &str) -> Option<Value> {
+    fold(&compile_in(Environment::Mutation, source, u64::MAX).expect("compiles"))
+}
+
+#[test]
+fn an_expression_without_variables_folds_to_its_value() {
+    assert_eq!(folded("1 + 2"), Some(Value::Int(3)));
+    let object = folded(r#"Object{metadata: Object.metadata{labels: {"team": "unassigned"}}}"#);
+    let json = portcullis_cel::json::to_json(&object.expect("folds")).expect("converts");
+    assert_eq!(json, serde_json::json!({"metadata": {"labels": {"team": "unassigned"}}}));
+}
+
+#[test]
+fn what_names_a_variable_or_fails_is_left_to_each_request() {
+    for source in [
+        "object.metadata.name",
+        "params.data.x",
+        "variables.x + 1",
+        // A comprehension's own variable counts: folding stays simple.
+        "[1, 2].map(x, x * 2)",
+        // It fails: it fails on each request, under its failure policy.
+        "1 / 0",
+    ] {
+        assert_eq!(folded(source), None, "{source}");
+    }
+}
