@@ -64,7 +64,17 @@ pub struct Mutation {
     pub expression: Expression,
     /// Its value, when the expression names no variable: evaluated once,
     /// at load ([`portcullis_cel::fold`]).
-    pub folded: Option<portcullis_cel::Value>,
+    pub folded: Option<Folded>,
+}
+
+/// A mutation's value computed at load, and as JSON, which its patch is
+/// made from.
+#[derive(Debug)]
+pub struct Folded {
+    /// As the expression returned it.
+    pub value: portcullis_cel::Value,
+    /// As JSON.
+    pub json: serde_json::Value,
 }
 
 /// A named expression (match condition or variable).
@@ -272,7 +282,8 @@ impl Uncompiled<'_> {
         let mut mutations = Vec::new();
         for (patch_type, source, field) in self.mutations {
             let expression = expression(field, source)?;
-            let folded = portcullis_cel::fold(&expression);
+            let folded = portcullis_cel::fold(&expression)
+                .and_then(|value| Some(Folded { json: portcullis_cel::json::to_json(&value).ok()?, value }));
             mutations.push(Mutation { patch_type, expression, folded });
         }
         let mut data_reads = DataReads::default();

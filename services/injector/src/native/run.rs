@@ -4,6 +4,7 @@
 //! before left, each with its own budget; a failure denies the request
 //! under `failurePolicy: Fail` and skips the policy under `Ignore`.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use portcullis_admission::Request;
@@ -11,6 +12,7 @@ use portcullis_admission::native_match::KnownNamespaces;
 use portcullis_cel::budget::Limits;
 use portcullis_cel::json::to_json;
 use portcullis_cel::{Bindings, Converted, Value as Cel, evaluate};
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::{FailurePolicy, Mutation, NativeMutation, PatchType};
@@ -162,8 +164,8 @@ impl NativeMutation {
         param: Option<&Converted>,
     ) -> Result<bool, String> {
         let evaluated;
-        let result = match &mutation.folded {
-            Some(value) => value,
+        let (result, json) = match &mutation.folded {
+            Some(folded) => (&folded.value, Some(&folded.json)),
             None => {
                 let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
                 evaluated = evaluate(bindings, param, context.limits, context.deadline, |scope| {
@@ -171,15 +173,15 @@ impl NativeMutation {
                 })
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("expression {:?}: {e}", mutation.expression.source()))?;
-                &evaluated
+                (&evaluated, None)
             }
         };
         let patched = match mutation.patch_type {
-            PatchType::JsonPatch => json_patch(result, current)?,
+            PatchType::JsonPatch => json_patch(result, json, current)?,
             PatchType::ApplyConfiguration => {
-                return apply_configuration(context.schemas, req, result, current, self.atomics);
+                return apply_configuration(context.schemas, req, (result, json), current, self.atomics);
             }
-            PatchType::JsonMergePatch => Some(merge_patch(result, current.clone())?),
+            PatchType::JsonMergePatch => Some(merge_patch(result, json, current.clone())?),
         };
         Ok(patched.is_some_and(|patched| {
             let changed = patched != *current;
@@ -217,15 +219,24 @@ impl NativeMutation {
     }
 }
 
+/// An expression's result as JSON: `json` when it was folded at load,
+/// else converted now.
+fn as_json<'a>(result: &Cel, json: Option<&'a Value>) -> Result<Cow<'a, Value>, String> {
+    match json {
+        Some(json) => Ok(Cow::Borrowed(json)),
+        None => to_json(result).map(Cow::Owned).map_err(|e| e.to_string()),
+    }
+}
+
 /// Applies the `[JSONPatch{...}]` an expression returned, as the API server
 /// does: a failed `test` leaves the object unchanged (`None`); any other
 /// failure is the mutation's.
-fn json_patch(result: &Cel, object: &Value) -> Result<Option<Value>, String> {
-    let operations = to_json(result).map_err(|e| format!("JSON Patch: {e}"))?;
+fn json_patch(result: &Cel, json: Option<&Value>, object: &Value) -> Result<Option<Value>, String> {
+    let operations = as_json(result, json).map_err(|e| format!("JSON Patch: {e}"))?;
     if !operations.is_array() {
         return Err(format!("type mismatch: JSONPatchType.expression should evaluate to array, got {result:?}"));
     }
-    let patch: json_patch::Patch = serde_json::from_value(operations)
+    let patch = json_patch::Patch::deserialize(&*operations)
         .map_err(|e| format!("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: {e}"))?;
     let mut patched = object.clone();
     match json_patch::patch(&mut patched, &patch) {
@@ -270,8 +281,8 @@ fn patch_error(object: &Value, patch: &json_patch::Patch, error: &json_patch::Pa
 }
 
 /// Applies the object an expression returned as a JSON Merge Patch.
-fn merge_patch(result: &Cel, mut object: Value) -> Result<Value, String> {
-    let patch = to_json(result).map_err(|e| format!("JSON Merge Patch: {e}"))?;
+fn merge_patch(result: &Cel, json: Option<&Value>, mut object: Value) -> Result<Value, String> {
+    let patch = as_json(result, json).map_err(|e| format!("JSON Merge Patch: {e}"))?;
     if !patch.is_object() {
         return Err(format!("JSON Merge Patch: the expression should evaluate to an object, got {result:?}"));
     }
@@ -284,11 +295,11 @@ fn merge_patch(result: &Cel, mut object: Value) -> Result<Value, String> {
 fn apply_configuration(
     schemas: &Schemas,
     req: &Request,
-    result: &Cel,
+    (result, json): (&Cel, Option<&Value>),
     object: &mut Value,
     atomics: Atomics,
 ) -> Result<bool, String> {
-    let config = to_json(result).map_err(|e| format!("error applying patch: {e}"))?;
+    let config = as_json(result, json).map_err(|e| format!("error applying patch: {e}"))?;
     if !config.is_object() {
         return Err(format!("unsupported return type from ApplyConfiguration expression: {result:?}"));
     }
