@@ -2,8 +2,9 @@
 //! network, for a typical pod, a pod with 30 containers and a Deployment's
 //! pod as the API server sends it; and the typical pod again with one
 //! MutatingAdmissionPolicy-style CEL mutation added to the configuration
-//! (what such a mutation adds to the decision, whole-pod decoding
-//! included).
+//! (what such a mutation adds to the decision): one of constants, which
+//! is evaluated once at load (`portcullis_cel::fold`), and one whose value
+//! reads the pod, evaluated on each review.
 
 use std::path::Path;
 
@@ -39,6 +40,11 @@ spec:
             expression: 'Object{metadata: Object.metadata{labels: {"team": "unassigned"}}}'
 "#;
 
+/// The same mutation with a value read from the pod: evaluated per review.
+fn reading_mutation() -> String {
+    CEL_MUTATION.replace("name: cel", "name: cel-reading").replace(r#""unassigned""#, "object.metadata.namespace")
+}
+
 fn bench(c: &mut Criterion) {
     let parse = |files: &[&str]| {
         let contents = files.iter().map(|text| (Path::new("config.yaml").to_path_buf(), text.as_bytes().to_vec()));
@@ -47,6 +53,10 @@ fn bench(c: &mut Criterion) {
     let injector = Injector::new(parse(&[CONFIG]));
     let with_cel = Injector::new(parse(&[CONFIG, CEL_MUTATION]));
     assert_eq!(with_cel.config().mutations.len(), 1, "the CEL mutation loads");
+    let reading = reading_mutation();
+    let with_reading = Injector::new(parse(&[CONFIG, &reading]));
+    assert!(with_cel.config().mutations[0].compiled.folded(), "the constant mutation is folded");
+    assert!(!with_reading.config().mutations[0].compiled.folded(), "it reads the pod");
     let deployment: serde_json::Value =
         serde_json::from_str(include_str!("../tests/data/pod-from-deployment.json")).unwrap_or_default();
     let cases = [
@@ -54,6 +64,7 @@ fn bench(c: &mut Criterion) {
         ("pod with 30 containers", fixture::pod(30), &injector),
         ("a Deployment's pod as stored", deployment, &injector),
         ("typical pod (2 containers), one CEL mutation", fixture::pod(2), &with_cel),
+        ("typical pod (2 containers), one CEL mutation reading the pod", fixture::pod(2), &with_reading),
     ];
     for (name, pod, injector) in cases {
         let body = fixture::review(&pod);

@@ -67,6 +67,14 @@ pub struct Mutation {
     pub folded: Option<Folded>,
 }
 
+impl NativeMutation {
+    /// Whether every mutation's value was computed at load ([`Folded`]):
+    /// none of its expressions names a variable.
+    pub fn folded(&self) -> bool {
+        self.mutations.iter().all(|m| m.folded.is_some())
+    }
+}
+
 /// A mutation's value computed at load, and as JSON, which its patch is
 /// made from.
 #[derive(Debug)]
