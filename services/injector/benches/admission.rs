@@ -55,8 +55,8 @@ fn bench(c: &mut Criterion) {
     assert_eq!(with_cel.config().mutations.len(), 1, "the CEL mutation loads");
     let reading = reading_mutation();
     let with_reading = Injector::new(parse(&[CONFIG, &reading]));
-    assert!(with_cel.config().mutations[0].compiled.folded(), "the constant mutation is folded");
-    assert!(!with_reading.config().mutations[0].compiled.folded(), "it reads the pod");
+    assert!(with_cel.config().mutations[0].compiled.mutations_folded(), "the constant mutation is folded");
+    assert!(!with_reading.config().mutations[0].compiled.mutations_folded(), "it reads the pod");
     let deployment: serde_json::Value =
         serde_json::from_str(include_str!("../tests/data/pod-from-deployment.json")).unwrap_or_default();
     let cases = [

@@ -112,9 +112,9 @@ pub fn unusable(pod: &Value) -> Option<String> {
     unusable_in(pod, true)
 }
 
-/// As [`unusable`], checking the spec only when `spec` is true: after a
-/// mutation that cannot change it, the spec is as usable as it was.
-pub fn unusable_in(pod: &Value, spec: bool) -> Option<String> {
+/// As [`unusable`], checking the spec only when `check_spec` is true:
+/// after a mutation that cannot change it, the spec is as usable as it was.
+pub fn unusable_in(pod: &Value, check_spec: bool) -> Option<String> {
     let not_object = |v: Option<&Value>| v.is_some_and(|v| !v.is_object());
     let metadata = pod.get("metadata");
     if !pod.is_object() || not_object(metadata) {
@@ -125,7 +125,7 @@ pub fn unusable_in(pod: &Value, spec: bool) -> Option<String> {
             return Some(format!("metadata.{field} is not an object"));
         }
     }
-    if !spec {
+    if !check_spec {
         return None;
     }
     let Some(spec) = pod.get("spec").filter(|s| s.is_object()) else {

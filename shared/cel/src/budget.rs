@@ -173,8 +173,7 @@ impl Meter {
     }
 
     /// Units spent by the policy so far.
-    #[cfg(test)]
-    fn spent(&self) -> u64 {
+    pub(crate) fn spent(&self) -> u64 {
         self.limits.per_policy - self.policy_left.get() + self.used()
     }
 

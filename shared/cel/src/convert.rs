@@ -20,7 +20,8 @@ impl std::fmt::Debug for Converted {
 }
 
 impl Converted {
-    /// `null`: what an expression sees of a variable no one binds.
+    /// `null`: what an expression sees of a variable it reads that has no
+    /// value (an absent `oldObject`, `params` without a parameter object).
     pub fn null() -> Self {
         Self(Box::new(CelNull))
     }
@@ -61,7 +62,7 @@ impl Bindings {
     pub fn with_object(req: &Request, object: Option<&Value>, namespace: Option<&Value>, reads: &DataReads) -> Self {
         let part = |value: Option<&Value>, reads: &Option<Reads>| {
             let reads = reads.as_ref()?;
-            Some(value.map_or_else(Converted::null, |value| Self::converted(value, reads)))
+            Some(value.map_or_else(Converted::null, |value| Converted::reading(value, Some(reads))))
         };
         Self {
             object: part(object, &reads.object),
@@ -70,15 +71,6 @@ impl Bindings {
             namespace_object: part(namespace, &reads.namespace_object),
             params_read: reads.params.is_some(),
         }
-    }
-
-    /// Nothing bound: what an expression that names no variable needs.
-    pub(crate) fn unread() -> Self {
-        Self { object: None, old_object: None, request: None, namespace_object: None, params_read: false }
-    }
-
-    fn converted(value: &Value, reads: &Reads) -> Converted {
-        Converted(to_cel_reading(value, reads))
     }
 }
 

@@ -241,23 +241,52 @@ pub fn evaluate<'e, T>(
     }
 }
 
-/// The most a constant expression may cost to be [folded](fold), and the
-/// time it may take.
+/// The most a constant expression may cost to be [folded](fold).
 const FOLD_LIMIT: u64 = 10_000;
-const FOLD_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The longest folding may take: far more than [`FOLD_LIMIT`] units need,
+/// so that whether an expression folds does not depend on the load.
+const FOLD_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A value computed at load by [`fold`], with what computing it spent.
+#[derive(Debug)]
+pub struct Constant {
+    /// The value.
+    pub value: Value,
+    /// The units it spent: a request whose limits are lower must evaluate
+    /// the expression itself, to be stopped as it would be.
+    pub cost: u64,
+}
+
+impl Constant {
+    /// Whether a request within `limits` and `deadline` may use the value:
+    /// its cost is within both limits and the deadline has not passed,
+    /// exactly when evaluating the expression there would succeed.
+    pub fn usable(&self, limits: Limits, deadline: Instant) -> bool {
+        self.cost <= limits.per_call.min(limits.per_policy) && Instant::now() < deadline
+    }
+}
 
 /// The value of `expression` when it names no variable at all (no
-/// `object`, `params`, `variables`, nor a comprehension's own): the same on
-/// every request, as Kubernetes' CEL has no clock and no randomness, so it
-/// is evaluated once, at load, instead of on each request. `None` when it
-/// names a variable, fails, or costs more than [`FOLD_LIMIT`]: it then runs
-/// on each request under the runtime limits, as any other. A folded
-/// expression's cost is not charged again to a request's budget.
-pub fn fold(expression: &Expression) -> Option<Value> {
+/// `object`, `params`, `variables`, nor a comprehension's own that its
+/// body reads): the same on every request, as Kubernetes' CEL has no clock
+/// and no randomness, so it can be evaluated once, at load, instead of on
+/// each request ([`Constant::usable`] says when a request may use it).
+/// `None` when it names a variable, fails, or costs more than
+/// [`FOLD_LIMIT`]: it then runs on each request, as any other.
+pub fn fold(expression: &Expression) -> Option<Constant> {
     if !expression.program.references().variables().is_empty() {
         return None;
     }
-    let limits = Limits { per_call: FOLD_LIMIT, per_policy: FOLD_LIMIT };
-    let deadline = Instant::now() + FOLD_TIMEOUT;
-    evaluate(&Bindings::unread(), None, limits, deadline, |scope| scope.execute(expression)).ok()?.ok()
+    let meter = Meter::new(Limits { per_call: FOLD_LIMIT, per_policy: FOLD_LIMIT }, Instant::now() + FOLD_TIMEOUT);
+    let value = ROOT.with(|root| {
+        let mut ctx = root.new_inner_scope();
+        ctx.set_meter(&meter);
+        meter.next_expression();
+        expression.program.execute(&ctx)
+    });
+    match (value, meter.stopped()) {
+        (Ok(value), None) => Some(Constant { value, cost: meter.spent() }),
+        _ => None,
+    }
 }

@@ -36,4 +36,4 @@ pub mod workers;
 pub use cel::{ExecutionError, Value};
 pub use compile::{CompileError, Environment, Expression, MAX_EXPRESSION_LEN, compile, compile_in};
 pub use convert::{Bindings, Converted};
-pub use evaluate::{Exceeded, Scope, evaluate, fold};
+pub use evaluate::{Constant, Exceeded, Scope, evaluate, fold};

@@ -2,10 +2,13 @@
 //! load, to the value it has on every request; anything else is left to
 //! run per request.
 
+use std::time::{Duration, Instant};
+
+use portcullis_cel::budget::Limits;
 use portcullis_cel::{Environment, Value, compile_in, fold};
 
 fn folded(source: &str) -> Option<Value> {
-    fold(&compile_in(Environment::Mutation, source, u64::MAX).expect("compiles"))
+    fold(&compile_in(Environment::Mutation, source, u64::MAX).expect("compiles")).map(|c| c.value)
 }
 
 #[test]
@@ -29,4 +32,20 @@ fn what_names_a_variable_or_fails_is_left_to_each_request() {
     ] {
         assert_eq!(folded(source), None, "{source}");
     }
+}
+
+#[test]
+fn a_request_uses_the_value_only_where_evaluating_would_succeed() {
+    let source = r#"Object{metadata: Object.metadata{labels: {"team": "unassigned"}}}"#;
+    let constant = fold(&compile_in(Environment::Mutation, source, u64::MAX).unwrap()).expect("folds");
+    assert!(constant.cost > 0, "folding counts what it spends");
+    let far = Instant::now() + Duration::from_secs(60);
+    let within = Limits { per_call: constant.cost, per_policy: constant.cost };
+    assert!(constant.usable(within, far));
+    // Lower limits (`--cel-per-call-limit`, `--cel-policy-budget`): the
+    // request evaluates it and is stopped as it would be without folding.
+    assert!(!constant.usable(Limits { per_call: constant.cost - 1, ..within }, far));
+    assert!(!constant.usable(Limits { per_policy: constant.cost - 1, ..within }, far));
+    // A request past its deadline (`--cel-timeout`) likewise.
+    assert!(!constant.usable(within, Instant::now() - Duration::from_millis(1)));
 }

@@ -141,12 +141,13 @@ impl Schemas {
         Ok(out)
     }
 
-    /// Reads a CustomResourceDefinition (apiextensions.k8s.io/v1): each
-    /// version's `openAPIV3Schema`, as the API server publishes it in its
-    /// OpenAPI v3 and merges apply configurations by it: `metadata` is
-    /// ObjectMeta (resolved once this set [extends](Self::extend) the
-    /// built-in ones), `apiVersion` and `kind` strings.
-    pub fn from_crd(crd: &Value) -> Result<Self, String> {
+    /// Adds a CustomResourceDefinition's kind (apiextensions.k8s.io/v1):
+    /// each served version's `openAPIV3Schema`, as the API server publishes
+    /// it in its OpenAPI v3 and merges apply configurations by it:
+    /// `metadata` is ObjectMeta (of this set: the built-in one holds it),
+    /// `apiVersion` and `kind` are strings, at the root and in every
+    /// `x-kubernetes-embedded-resource` that does not declare them.
+    pub fn add_crd(&mut self, crd: &Value) -> Result<(), String> {
         let text = |pointer: &str| {
             crd.pointer(pointer)
                 .and_then(Value::as_str)
@@ -155,31 +156,26 @@ impl Schemas {
         let (group, kind) = (text("/spec/group")?, text("/spec/names/kind")?);
         let versions = crd.pointer("/spec/versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
         let prefix: Vec<&str> = group.split('.').rev().collect();
-        let mut out = Self::default();
         for version in versions {
             let name = version.get("name").and_then(Value::as_str).ok_or("spec.versions[].name is required")?;
+            if version.get("served") == Some(&Value::Bool(false)) {
+                continue;
+            }
             let mut schema = version
                 .pointer("/schema/openAPIV3Schema")
                 .cloned()
                 .ok_or_else(|| format!("version {name}: schema.openAPIV3Schema is required"))?;
-            let properties = schema
-                .as_object_mut()
-                .ok_or_else(|| format!("version {name}: openAPIV3Schema is not an object"))?
-                .entry("properties")
-                .or_insert_with(|| Value::Object(Default::default()));
-            let Some(properties) = properties.as_object_mut() else {
-                return Err(format!("version {name}: openAPIV3Schema.properties is not an object"));
+            let Some(root) = schema.as_object_mut() else {
+                return Err(format!("version {name}: openAPIV3Schema is not an object"));
             };
-            properties.insert("metadata".into(), serde_json::json!({"$ref": OBJECT_META}));
-            for field in ["apiVersion", "kind"] {
-                properties.insert(field.into(), serde_json::json!({"type": "string"}));
-            }
+            object_properties(root, true);
+            embedded_properties(&mut schema);
             let node = Node::deserialize(&schema).map_err(|e| format!("version {name}: {e}"))?;
             let schema_name = format!("{}.{name}.{kind}", prefix.join("."));
-            out.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
-            out.schemas.insert(schema_name, node);
+            self.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
+            self.schemas.insert(schema_name, node);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The node `node` stands for (through `$ref` or a one-element
@@ -283,6 +279,49 @@ impl Shape<'_> {
     }
 }
 
+/// Gives an object's schema `apiVersion` and `kind` (strings) and
+/// `metadata` (ObjectMeta), as the API server does for a custom resource:
+/// replacing what the CRD says at its root (`replace`), adding what an
+/// embedded resource does not declare.
+fn object_properties(node: &mut serde_json::Map<String, Value>, replace: bool) {
+    let properties = node.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+    let Some(properties) = properties.as_object_mut() else { return };
+    let fields = [
+        ("apiVersion", serde_json::json!({"type": "string"})),
+        ("kind", serde_json::json!({"type": "string"})),
+        ("metadata", serde_json::json!({"$ref": OBJECT_META})),
+    ];
+    for (field, schema) in fields {
+        if replace || !properties.contains_key(field) {
+            properties.insert(field.into(), schema);
+        }
+    }
+}
+
+/// [`object_properties`] for every `x-kubernetes-embedded-resource` below
+/// `node`.
+fn embedded_properties(node: &mut Value) {
+    let Some(map) = node.as_object_mut() else { return };
+    if map.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)) {
+        object_properties(map, false);
+    }
+    for key in ["properties", "patternProperties"] {
+        for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
+            embedded_properties(child);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = map.get_mut(key) {
+            embedded_properties(child);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for child in map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            embedded_properties(child);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,10 +357,13 @@ mod tests {
                                   "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
                         "args": {"type": "array", "items": {"type": "string"}},
                         "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
-                                     "additionalProperties": {"type": "string"}}}}}}}}]}
+                                     "additionalProperties": {"type": "string"}},
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                     "x-kubernetes-preserve-unknown-fields": true}}}}}}},
+                {"name": "v0", "served": false, "schema": {"openAPIV3Schema": {"type": "object"}}}]}
         });
         let mut schemas = Schemas::builtin();
-        schemas.extend(Schemas::from_crd(&crd).unwrap());
+        schemas.add_crd(&crd).unwrap();
         let widget = schemas.kind("example.com", "v1", "Widget").expect("the CRD's kind");
         let spec = schemas.field(widget, "spec").unwrap();
         assert_eq!(schemas.field(spec, "ports").unwrap().list_type(), ListType::Map(vec!["name".into()]));
@@ -333,8 +375,12 @@ mod tests {
         assert_eq!(schemas.field(metadata, "finalizers").unwrap().list_type(), ListType::Set);
         assert!(schemas.field(widget, "apiVersion").is_some());
         assert!(schemas.kind("", "v1", "Pod").is_some(), "the built-in kinds stay");
+        // An embedded resource has ObjectMeta too, as the API server gives it.
+        let template_metadata = schemas.field(schemas.field(spec, "template").unwrap(), "metadata").unwrap();
+        assert_eq!(schemas.field(template_metadata, "finalizers").unwrap().list_type(), ListType::Set);
+        assert!(schemas.kind("example.com", "v0", "Widget").is_none(), "a version not served is not published");
 
-        let err = Schemas::from_crd(&serde_json::json!({"spec": {"group": "example.com"}})).unwrap_err();
+        let err = Schemas::builtin().add_crd(&serde_json::json!({"spec": {"group": "example.com"}})).unwrap_err();
         assert_eq!(err, "spec.names.kind is required");
     }
 }

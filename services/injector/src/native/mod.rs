@@ -67,20 +67,12 @@ pub struct Mutation {
     pub folded: Option<Folded>,
 }
 
-impl NativeMutation {
-    /// Whether every mutation's value was computed at load ([`Folded`]):
-    /// none of its expressions names a variable.
-    pub fn folded(&self) -> bool {
-        self.mutations.iter().all(|m| m.folded.is_some())
-    }
-}
-
 /// A mutation's value computed at load, and as JSON, which its patch is
 /// made from.
 #[derive(Debug)]
 pub struct Folded {
-    /// As the expression returned it.
-    pub value: portcullis_cel::Value,
+    /// As the expression returned it, with its cost.
+    pub constant: portcullis_cel::Constant,
     /// As JSON.
     pub json: serde_json::Value,
 }
@@ -117,6 +109,15 @@ pub struct NativeMutation {
     /// `paramKind` with the binding's `paramRef`.
     params: Option<params::ParamSpec>,
     data_reads: DataReads,
+}
+
+impl NativeMutation {
+    /// Whether the values of all of its mutations were computed at load
+    /// ([`Folded`]); its match conditions and variables still run on each
+    /// request.
+    pub fn mutations_folded(&self) -> bool {
+        self.mutations.iter().all(|m| m.folded.is_some())
+    }
 }
 
 /// Why a MAP or binding could not be taken.
@@ -290,8 +291,9 @@ impl Uncompiled<'_> {
         let mut mutations = Vec::new();
         for (patch_type, source, field) in self.mutations {
             let expression = expression(field, source)?;
-            let folded = portcullis_cel::fold(&expression)
-                .and_then(|value| Some(Folded { json: portcullis_cel::json::to_json(&value).ok()?, value }));
+            let folded = portcullis_cel::fold(&expression).and_then(|constant| {
+                Some(Folded { json: portcullis_cel::json::to_json(&constant.value).ok()?, constant })
+            });
             mutations.push(Mutation { patch_type, expression, folded });
         }
         let mut data_reads = DataReads::default();

@@ -11,7 +11,7 @@ use portcullis_admission::parts::Parts;
 use portcullis_cel::changes::Changes;
 use portcullis_cel::reads::Reads;
 
-use super::{NativeMutation, PatchType};
+use super::{Mutation, NativeMutation, PatchType};
 use crate::apply::{Schemas, Shape};
 
 impl NativeMutation {
@@ -24,13 +24,11 @@ impl NativeMutation {
             parts.merge(Parts::fields([("metadata", Parts::fields([("labels", Parts::All)]))]));
         }
         for mutation in &self.mutations {
-            parts.merge(match mutation.patch_type {
-                PatchType::JsonPatch => changed(&Changes::of_json_patch(&mutation.expression)),
-                PatchType::JsonMergePatch => changed(&Changes::of_object(&mutation.expression)),
-                PatchType::ApplyConfiguration => match shape {
-                    Some(shape) => applied(schemas, shape, &Changes::of_object(&mutation.expression)),
-                    None => Parts::All,
-                },
+            let changes = mutation.changes();
+            parts.merge(match (mutation.patch_type, shape) {
+                (PatchType::ApplyConfiguration, Some(shape)) => applied(schemas, shape, &changes),
+                (PatchType::ApplyConfiguration, None) => Parts::All,
+                (PatchType::JsonPatch | PatchType::JsonMergePatch, _) => changed(&changes),
             });
         }
         parts
@@ -38,16 +36,21 @@ impl NativeMutation {
 
     /// Whether its mutations may change the object's top-level `field`.
     pub fn may_change(&self, field: &str) -> bool {
-        self.mutations.iter().any(|mutation| {
-            let changes = match mutation.patch_type {
-                PatchType::JsonPatch => Changes::of_json_patch(&mutation.expression),
-                PatchType::JsonMergePatch | PatchType::ApplyConfiguration => Changes::of_object(&mutation.expression),
-            };
-            match changes {
-                Changes::Whole => true,
-                Changes::Fields(fields) => fields.contains_key(field),
-            }
+        self.mutations.iter().any(|mutation| match mutation.changes() {
+            Changes::Whole => true,
+            Changes::Fields(fields) => fields.contains_key(field),
         })
+    }
+}
+
+impl Mutation {
+    /// Where its result may change the object: a JSON Patch's paths, or
+    /// the fields an `Object{...}` names.
+    fn changes(&self) -> Changes {
+        match self.patch_type {
+            PatchType::JsonPatch => Changes::of_json_patch(&self.expression),
+            PatchType::JsonMergePatch | PatchType::ApplyConfiguration => Changes::of_object(&self.expression),
+        }
     }
 }
 

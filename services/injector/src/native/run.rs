@@ -164,8 +164,10 @@ impl NativeMutation {
         param: Option<&Converted>,
     ) -> Result<bool, String> {
         let evaluated;
-        let (result, json) = match &mutation.folded {
-            Some(folded) => (&folded.value, Some(&folded.json)),
+        // A value computed at load, when evaluating it here would succeed.
+        let folded = mutation.folded.as_ref().filter(|f| f.constant.usable(context.limits, context.deadline));
+        let (result, json) = match folded {
+            Some(folded) => (&folded.constant.value, Some(&folded.json)),
             None => {
                 let variables = self.variables.iter().map(|v| (v.name.as_str(), &v.expression));
                 evaluated = evaluate(bindings, param, context.limits, context.deadline, |scope| {
