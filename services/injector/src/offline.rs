@@ -92,7 +92,8 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Manifest
     let contents = watch::read_all(&args.policies).context("reading the MutatingAdmissionPolicies")?;
     let mut documents = Vec::new();
     for (path, bytes) in &contents {
-        documents.extend(listed(manifest::documents(bytes).with_context(|| path.display().to_string())?));
+        // A `List` (`kubectl get -o yaml`) contributes its items.
+        documents.extend(manifest::documents(bytes).with_context(|| path.display().to_string())?);
     }
     let (mut policies, mut bindings) = (Vec::new(), Vec::new());
     for document in &documents {
@@ -115,24 +116,6 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Manifest
     Ok((natives, ManifestNamespaces::from_documents(&documents)))
 }
 
-/// The documents, with the items of each `List` (as `kubectl get -o yaml`
-/// writes them: `List`, `CustomResourceDefinitionList`...) in its place.
-fn listed(documents: Vec<Value>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for document in documents {
-        let is_list = document["kind"].as_str().is_some_and(|kind| kind.ends_with("List"));
-        match document {
-            Value::Object(mut map) if is_list && map.get("items").is_some_and(Value::is_array) => {
-                if let Some(Value::Array(items)) = map.remove("items") {
-                    out.extend(items);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// The built-in schemas with those of `--schema`, if any is given.
 fn read_schemas(files: &[PathBuf]) -> anyhow::Result<Option<Schemas>> {
     if files.is_empty() {
@@ -142,7 +125,7 @@ fn read_schemas(files: &[PathBuf]) -> anyhow::Result<Option<Schemas>> {
     for file in files {
         let input = portcullis_process::input::read(file).context("reading --schema")?;
         let what = || format!("--schema {}", file.display());
-        for item in listed(manifest::documents(&input).with_context(what)?) {
+        for item in manifest::documents(&input).with_context(what)? {
             match (item["kind"].as_str(), item.get("components")) {
                 (Some("CustomResourceDefinition"), _) => schemas.add_crd(&item).map_err(anyhow::Error::msg),
                 (_, Some(_)) => {
