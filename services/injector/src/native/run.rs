@@ -181,7 +181,7 @@ impl NativeMutation {
         let patched = match mutation.patch_type {
             PatchType::JsonPatch => json_patch(result, json, current)?,
             PatchType::ApplyConfiguration => {
-                return apply_configuration(context.schemas, req, (result, json), current, self.atomics);
+                return apply_configuration(context.schemas, req, result, json, current, self.atomics);
             }
             PatchType::JsonMergePatch => Some(merge_patch(result, json, current.clone())?),
         };
@@ -297,7 +297,8 @@ fn merge_patch(result: &Cel, json: Option<&Value>, mut object: Value) -> Result<
 fn apply_configuration(
     schemas: &Schemas,
     req: &Request,
-    (result, json): (&Cel, Option<&Value>),
+    result: &Cel,
+    json: Option<&Value>,
     object: &mut Value,
     atomics: Atomics,
 ) -> Result<bool, String> {
