@@ -261,15 +261,21 @@ fn a_patch_to_a_missing_path_fails_with_the_path() {
     assert!(message.contains("/spec/nodeSelector/zone"), "{message}");
 }
 
-#[test]
-fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers() {
-    let config = one(r#"- name: costly
+#[rstest::rstest]
+#[case::reading_the_pod(r#"string(object.spec.containers.map(c, c.name).size())"#)]
+// Computed once at load: a request with lower limits evaluates it again
+// and is stopped as it would be.
+#[case::constant_folded_at_load(r#""1""#)]
+fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers(#[case] value: &str) {
+    let config = one(&format!(
+        r#"- name: costly
   mutations:
     - patchType: ApplyConfiguration
       applyConfiguration:
-        expression: 'Object{metadata: Object.metadata{labels: {"n": string(object.spec.containers.map(c, c.name).size())}}}'
-"#);
-    let tight = CelBounds { limits: Limits { per_call: 3, per_policy: 3 }, ..CelBounds::default() };
+        expression: 'Object{{metadata: Object.metadata{{labels: {{"n": {value}}}}}}}'
+"#
+    ));
+    let tight = CelBounds { limits: Limits { per_call: 1, per_policy: 1 }, ..CelBounds::default() };
     let injector = Injector::bounded(load(&config).expect("loads"), tight, None);
     let denied = admit(&injector, &again(&review("pod-v1.json"), &pod(json!({}), json!([web()]))));
     assert_eq!(denied.response["response"]["allowed"], false);
