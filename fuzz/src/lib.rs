@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use portcullis_admission::native_match::NamespacesByLabels;
 use portcullis_admission::{Decision, Request, encode};
 use portcullis_cel::budget::{Limit, Limits};
+use portcullis_params::NoParams;
 use portcullis_validator::evaluate::{Cluster, Settings, decide, evaluate};
-use portcullis_validator::params::NoParams;
 use serde_json::Value;
 
 /// Namespace labels as a small cluster would have them.

@@ -91,9 +91,10 @@ pub struct Mutate {
     /// as the API server runs its MAPs before its webhooks.
     #[arg(long = "policy", env = "PORTCULLIS_MUTATING_POLICY", value_delimiter = ',')]
     pub policies: Vec<PathBuf>,
-    /// The parameter objects the MAPs' `paramKind` and bindings' `paramRef`
-    /// select (any kinds, e.g. ConfigMaps; YAML or JSON manifests, several
-    /// documents each): repeat for several files.
+    /// The parameter objects that the MAPs' `paramKind` with their bindings'
+    /// `paramRef`, and the configuration's CEL mutations' `paramKind` and
+    /// `paramRef`, select (any kinds, e.g. ConfigMaps; YAML or JSON
+    /// manifests, several documents each): repeat for several files.
     #[arg(long = "params")]
     pub params: Vec<PathBuf>,
     /// Schemas of kinds other than the built-in ones, for the MAPs' apply

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
-use portcullis_resources::{Catalog, Key, Remark, WatchedKind};
+use portcullis_params::{ParamKind, WatchedParams};
+use portcullis_resources::{Catalog, Key, Refusal, Remark, WatchedKind};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +21,11 @@ use crate::resources::{InjectionTemplate, InjectorConfig};
 
 const TEMPLATE: &str = "InjectionTemplate";
 const CONFIG: &str = "InjectorConfig";
+/// The reason of a configuration whose CEL mutations read a `paramKind`
+/// the API does not serve.
+const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";
+/// The reason of a configuration not yet judged as it will be.
+const PENDING: &str = "Pending";
 
 /// The watched templates and configurations.
 #[derive(Debug, Clone)]
@@ -62,12 +68,25 @@ impl Catalogs {
         self.changed.clone()
     }
 
-    /// The configuration in force, and the objects it had to leave out.
-    pub fn config(&self) -> (Config, Vec<Remark>) {
+    /// The configuration in force, and what the objects' status must say:
+    /// those it had to leave out, and of those it holds, what their CEL
+    /// mutations' `paramKind` is waiting for: not served by the API (in
+    /// force, failing by the mutation's failure policy), or not yet listed
+    /// (in force, not yet reported so).
+    pub fn config(&self, params: &WatchedParams) -> (Config, Vec<Remark>) {
         let templates = self.templates.in_force_by_age().into_iter().map(|(_, t)| t).collect();
-        let configs = self.configs.in_force_by_age().into_iter().map(|(key, part)| (key.name, part)).collect();
+        let configs: Vec<(String, Arc<ConfigPart>)> =
+            self.configs.in_force_by_age().into_iter().map(|(key, part)| (key.name, part)).collect();
+        let waiting: Vec<(String, Refusal, bool)> = configs
+            .iter()
+            .filter_map(|(name, part)| {
+                let mut kinds = part.mutations.iter().filter_map(|m| m.spec.param_kind.as_ref());
+                let (refusal, in_force) = kinds.find_map(|kind| param_remark(params, kind))?;
+                Some((name.clone(), refusal, in_force))
+            })
+            .collect();
         let (config, refused) = Config::assemble(templates, configs);
-        let remarks = refused
+        let mut remarks: Vec<Remark> = refused
             .into_iter()
             .map(|(source, refusal)| {
                 let (kind, name) = match source {
@@ -77,6 +96,29 @@ impl Catalogs {
                 Remark { kind, key: Key { namespace: None, name }, refusal, in_force: false }
             })
             .collect();
+        for (name, refusal, in_force) in waiting {
+            if !remarks.iter().any(|r| r.kind == CONFIG && r.key.name == name) {
+                remarks.push(Remark { kind: CONFIG, key: Key { namespace: None, name }, refusal, in_force });
+            }
+        }
         (config, remarks)
     }
+}
+
+/// What an `InjectorConfig`'s status must say of a `paramKind` its CEL
+/// mutations read, and whether it counts as in force meanwhile.
+fn param_remark(params: &WatchedParams, kind: &ParamKind) -> Option<(Refusal, bool)> {
+    if let Some(why) = params.unknown(kind) {
+        let message = format!(
+            "paramKind {kind} of its CEL mutations is not served by the API server ({why}); pods they mutate fail \
+             by their failure policy until it is"
+        );
+        return Some((Refusal::new(UNKNOWN_PARAM_KIND, message), true));
+    }
+    if !params.settled(kind) {
+        let message =
+            format!("waiting for the objects of paramKind {kind}, which its CEL mutations read, to be listed");
+        return Some((Refusal::new(PENDING, message), false));
+    }
+    None
 }

@@ -1,7 +1,7 @@
 //! `InjectorConfig`: the documents that say what to inject, rewrite and
 //! default, parsed and checked as a whole before any of it is used.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use portcullis_cel::args::CelArgs;
 use portcullis_cel::budget::Limits;
 
 use portcullis_admission::documents::{self, DocumentError};
+use portcullis_params::ParamKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -188,6 +189,12 @@ impl Config {
     /// The template called `name`.
     pub fn template(&self, name: &str) -> Option<&Template> {
         self.templates.iter().find(|t| t.name == name)
+    }
+
+    /// The kinds of parameter objects the CEL mutations read, for the
+    /// watch that keeps them in memory.
+    pub fn param_kinds(&self) -> BTreeSet<ParamKind> {
+        self.mutations.iter().filter_map(|m| m.spec.param_kind.clone()).collect()
     }
 
     /// Parses and merges every document of every `(file, bytes)` source:

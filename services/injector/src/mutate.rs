@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Operation, Request, Verdict, json};
+use portcullis_params::{NoParams, ParamSource};
 use serde_json::Value;
 
 use crate::config::{CelBounds, Config, Defaults};
@@ -38,11 +39,11 @@ pub struct Outcome {
 }
 
 /// The CEL mutations' bounds, when the request arrived (`None`: when they
-/// start), and what each did.
-#[derive(Debug)]
-struct Cel {
+/// start), where their parameter objects are found, and what each did.
+struct Cel<'a> {
     bounds: CelBounds,
     arrival: Option<Instant>,
+    params: &'a dyn ParamSource,
     ran: Vec<(String, CelResult)>,
 }
 
@@ -80,21 +81,31 @@ impl CelResult {
 /// them back); ephemeral containers added to a pod get their images
 /// rewritten; everything else is allowed unchanged (other kinds, other
 /// operations, dry-run or not alike). CEL mutations run within the
-/// default bounds.
+/// default bounds, with no parameter objects.
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
-    mutate_by(req, config, CelBounds::default(), None)
+    mutate_by(req, config, CelBounds::default(), &NoParams, None)
 }
 
-/// [`mutate`], the CEL mutations within `bounds`, their timeout counted
-/// from `arrival` (`None`: from when they start).
-pub fn mutate_by(req: &Request, config: &Config, bounds: CelBounds, arrival: Option<Instant>) -> Outcome {
+/// [`mutate`], the CEL mutations within `bounds`, their parameter objects
+/// found in `params`, their timeout counted from `arrival` (`None`: from
+/// when they start).
+pub fn mutate_by(
+    req: &Request,
+    config: &Config,
+    bounds: CelBounds,
+    params: &dyn ParamSource,
+    arrival: Option<Instant>,
+) -> Outcome {
     let inner = &req.inner;
     let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
     let Some(object) = req.object.as_ref().filter(|_| is_pod) else {
         return Outcome::default();
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Create, None) => mutate_pod(req, object, config, Cel { bounds, arrival, ran: Vec::new() }),
+        (Operation::Create, None) => {
+            let cel = Cel { bounds, arrival, params, ran: Vec::new() };
+            mutate_pod(req, object, config, cel)
+        }
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         (Operation::Update, Some("ephemeralcontainers")) => {
             rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
@@ -110,7 +121,7 @@ pub fn mutate_by(req: &Request, config: &Config, bounds: CelBounds, arrival: Opt
 /// [`pod::parts_for`] the configuration names, or whole): the patch is the
 /// same. A CEL mutation that fails under `failurePolicy: Fail`
 /// denies the pod.
-fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel) -> Outcome {
+fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel<'_>) -> Outcome {
     let (previous, mut warnings) = match start(original) {
         Ok(start) => start,
         Err(outcome) => return *outcome,
@@ -139,11 +150,11 @@ fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel) ->
 /// without a patch: the same mutation on a copy of the whole pod. The
 /// reference the tests and the fuzz target hold the patch from the pod's
 /// parts ([`pod::parts_for`]) to; `None` when the pod is left alone or
-/// denied.
+/// denied. No parameter objects are known.
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    let mut cel = Cel { bounds: CelBounds::default(), arrival: None, ran: Vec::new() };
+    let mut cel = Cel { bounds: CelBounds::default(), arrival: None, params: &NoParams, ran: Vec::new() };
     inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut cel).ok()?;
     Some(pod)
 }
@@ -186,7 +197,7 @@ fn inject_all(
     config: &Config,
     previous: &Status,
     warnings: &mut Vec<String>,
-    cel: &mut Cel,
+    cel: &mut Cel<'_>,
 ) -> Result<(Status, usize), String> {
     let host_network = json::at(original, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true);
     let templates = selected_templates(original, config, warnings);
@@ -217,7 +228,7 @@ fn run_cel(
     req: &Request,
     config: &Config,
     warnings: &mut Vec<String>,
-    cel: &mut Cel,
+    cel: &mut Cel<'_>,
 ) -> Result<(), String> {
     if config.mutations.is_empty() {
         return Ok(());
@@ -236,7 +247,7 @@ fn run_cel(
         schemas: &BUILTIN,
         limits: cel.bounds.limits,
         deadline: cel.arrival.unwrap_or_else(Instant::now) + cel.bounds.timeout,
-        params: &[],
+        params: cel.params,
     };
     // As the API server orders MAPs: a change asks every entry with
     // `reinvocationPolicy: IfNeeded` that ran before it to run once more.
@@ -264,7 +275,7 @@ fn run_one(
     req: &Request,
     pod: &mut Value,
     warnings: &mut Vec<String>,
-    cel: &mut Cel,
+    cel: &mut Cel<'_>,
 ) -> Result<Option<bool>, String> {
     let name = &mutation.spec.name;
     // A pod the rest of the mutation cannot work on is the mutation's

@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Request, Verdict, decode, encode, manifest};
+use portcullis_params::FileParams;
 use portcullis_server::watch;
 use serde::Deserialize as _;
 use serde_json::Value;
@@ -31,19 +32,20 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         !args.config.paths.is_empty() || !args.policies.is_empty(),
         "--config FILE|DIR or --policy FILE|DIR is required: the configuration or the MutatingAdmissionPolicies to mutate with"
     );
+    let mut objects = Vec::new();
+    for file in &args.params {
+        let input = portcullis_process::input::read(file).context("reading --params")?;
+        objects.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
+    }
+    let params = Arc::new(FileParams::new(objects));
     let injector = if args.config.paths.is_empty() {
         None
     } else {
         let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
         let config = parse(&contents).context("the injector configuration is invalid")?;
-        Some(Injector::bounded(config, CelBounds::from_args(&args.cel), None))
+        Some(Injector::bounded(config, CelBounds::from_args(&args.cel), None).with_params(params.clone()))
     };
     let (natives, namespaces) = read_policies(args)?;
-    let mut params = Vec::new();
-    for file in &args.params {
-        let input = portcullis_process::input::read(file).context("reading --params")?;
-        params.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
-    }
     let schemas = read_schemas(&args.schemas)?;
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
@@ -56,7 +58,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
             schemas: schemas.as_ref().unwrap_or(&BUILTIN),
             limits: args.cel.limits(),
             deadline: Instant::now() + args.cel.cel_timeout,
-            params: &params,
+            params: &*params,
         };
         let decision = decide(&natives, injector.as_ref(), context, &req);
         for warning in &decision.warnings {

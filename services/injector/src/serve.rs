@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_params::WatchedParams;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
 use portcullis_server::run::{reload_config, serve_webhook};
@@ -33,16 +34,49 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
     let config = parse(&initial).context("the injector configuration is invalid")?;
     log_config("configuration loaded", &config);
-    let injector = Arc::new(Injector::bounded(config, CelBounds::from_args(&args.cel), Some(workers(&args)?)));
+    let params = file_mode_params(&config, &shutdown).await;
+    let mut injector = Injector::bounded(config, CelBounds::from_args(&args.cel), Some(workers(&args)?));
+    if let Some(params) = &params {
+        injector = injector.with_params(params.clone());
+    }
+    let injector = Arc::new(injector);
     let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
+    let watched = params.clone();
     reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |c| {
         log_config("configuration reloaded", &c);
+        if let Some(params) = &watched {
+            params.watch(c.param_kinds());
+        }
         target.set_config(c);
     });
-    let ready = Arc::new(|| true);
+    // Ready once the CEL mutations' parameter objects are in memory (the
+    // files are the whole configuration).
+    let ready = Arc::new(move || params.as_ref().is_none_or(|p| p.is_ready()));
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())
+}
+
+/// With files, the CEL mutations' parameter objects are watched when the
+/// Kubernetes API is configured (in a cluster, or a kubeconfig); without
+/// it none are known, and each mutation's `parameterNotFoundAction`
+/// decides, as in `mutate` without `--params`.
+async fn file_mode_params(config: &Config, shutdown: &CancellationToken) -> Option<Arc<WatchedParams>> {
+    match kube::Client::try_default().await {
+        Ok(client) => {
+            let params = WatchedParams::new(client, shutdown.clone());
+            params.watch(config.param_kinds());
+            Some(params)
+        }
+        Err(err) => {
+            let kinds = config.param_kinds();
+            if !kinds.is_empty() {
+                tracing::warn!(error = %portcullis_telemetry::error_chain(&err), "no Kubernetes API configured: \
+                    CEL mutations with a paramKind find no parameter objects (their parameterNotFoundAction decides)");
+            }
+            None
+        }
+    }
 }
 
 /// Serves the configuration the cluster's resources give, ready once they
@@ -51,18 +85,28 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let client = kube::Client::try_default()
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
-    let injector =
-        Arc::new(Injector::bounded(Config::default(), CelBounds::from_args(&args.cel), Some(workers(&args)?)));
+    let params = WatchedParams::new(client.clone(), shutdown.clone());
+    let injector = Injector::bounded(Config::default(), CelBounds::from_args(&args.cel), Some(workers(&args)?));
+    let injector = Arc::new(injector.with_params(params.clone()));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
         resource_metrics.register(registry);
     });
     let catalogs = Catalogs::watch(&client, &shutdown);
+    // A paramKind found unknown (or found after all), or first listed,
+    // changes what the configurations' status says.
+    let (discovered, changed, stop) = (params.discovered(), catalogs.changed(), shutdown.clone());
+    tokio::spawn(async move {
+        while tokio::select! { () = discovered.notified() => true, () = stop.cancelled() => false } {
+            changed.notify_one();
+        }
+    });
     let (target, swap_catalogs) = (injector.clone(), catalogs.clone());
     let swap: Swap = Box::new(move || {
-        let (config, remarks) = swap_catalogs.config();
+        let (config, remarks) = swap_catalogs.config(&params);
         log_config("configuration in force", &config);
+        params.watch(config.param_kinds());
         target.set_config(config);
         remarks
     });

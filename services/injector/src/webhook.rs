@@ -10,6 +10,7 @@ use arc_swap::ArcSwap;
 use portcullis_admission::parts::Parts;
 use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_cel::workers::Workers;
+use portcullis_params::{NoParams, ParamSource};
 use portcullis_server::webhook::Webhook;
 use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -57,7 +58,6 @@ impl Default for InForce {
 }
 
 /// The mutating webhook.
-#[derive(Debug, Default)]
 pub struct Injector {
     in_force: ArcSwap<InForce>,
     injections: Family<TemplateLabels, Counter>,
@@ -67,18 +67,41 @@ pub struct Injector {
     cel: CelBounds,
     /// Where CEL mutations run; `None`: on the caller's thread (offline).
     workers: Option<Arc<Workers>>,
+    /// Where CEL mutations find their parameter objects.
+    params: Arc<dyn ParamSource>,
+}
+
+impl std::fmt::Debug for Injector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Injector").field("in_force", &self.in_force).field("cel", &self.cel).finish_non_exhaustive()
+    }
 }
 
 impl Injector {
-    /// An injector running `config`.
+    /// An injector running `config`, with no parameter objects.
     pub fn new(config: Config) -> Self {
-        Self { in_force: ArcSwap::from_pointee(InForce::new(config)), ..Self::default() }
+        Self::bounded(config, CelBounds::default(), None)
     }
 
     /// An injector whose CEL mutations run within `cel`, on `workers`
     /// (`serve`) or on the caller's thread (`None`: offline).
     pub fn bounded(config: Config, cel: CelBounds, workers: Option<Workers>) -> Self {
-        Self { cel, workers: workers.map(Arc::new), ..Self::new(config) }
+        Self {
+            in_force: ArcSwap::from_pointee(InForce::new(config)),
+            injections: Family::default(),
+            images_rewritten: Counter::default(),
+            cel_mutations: Family::default(),
+            cel,
+            workers: workers.map(Arc::new),
+            params: Arc::new(NoParams),
+        }
+    }
+
+    /// Finds the CEL mutations' parameter objects in `params` (none by
+    /// default).
+    pub fn with_params(mut self, params: Arc<dyn ParamSource>) -> Self {
+        self.params = params;
+        self
     }
 
     /// The configuration in force.
@@ -112,7 +135,7 @@ impl Injector {
 
     /// The decision on `req` with `config`, CEL timing out from `arrival`.
     fn decide_with(&self, req: &Request, config: &Config, arrival: Option<Instant>) -> Decision {
-        let outcome = mutate_by(req, config, self.cel, arrival);
+        let outcome = mutate_by(req, config, self.cel, &*self.params, arrival);
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::cel::Outcome;
 use crate::matching::exception_for;
-use crate::params::{self, NotFoundAction, ParamSource, Params, ParamsError};
 use crate::policy::{Action, FailurePolicy, Policy, PolicySet};
+use portcullis_params::ParamSource;
 
 /// One violation (or evaluation failure) found by one policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +183,7 @@ pub fn evaluate(
                 None => judged.record(policy, req, subject, policy.cel.evaluate(&bindings, None, limits, deadline)),
                 // With a selector, the policy is judged once per parameter object.
                 Some(p) => {
-                    match parameter_objects(cluster.params, p, namespace) {
+                    match p.objects(cluster.params, namespace) {
                         Ok(objects) => {
                             for object in &objects {
                                 let params = Converted::reading(object, policy.cel.data_reads.params.as_ref());
@@ -282,16 +282,6 @@ impl Judged {
         }
         true
     }
-}
-
-/// The parameter objects `params` selects for a request in `namespace`;
-/// none found is an error when the policy says `Deny`.
-fn parameter_objects(source: &dyn ParamSource, params: &Params, namespace: &str) -> Result<Vec<Value>, ParamsError> {
-    let found = params::collect(source, params, namespace)?;
-    if found.is_empty() && params.not_found == NotFoundAction::Deny {
-        return Err(ParamsError::NotFound);
-    }
-    Ok(found)
 }
 
 /// Adds `finding` unless the same policy already said the same (a policy

@@ -15,10 +15,10 @@ use portcullis_server::watch;
 use crate::cli::{Check, Vap};
 use crate::exception::ExceptionNamespaces;
 use crate::native::{self, generate};
-use crate::params::FileParams;
 use crate::policy::{self, Action};
 use crate::serve::{Natives, parse, settings};
 use crate::webhook::Validator;
+use portcullis_params::FileParams;
 
 /// Runs `check`; `Ok(false)` when something would be denied.
 pub fn run(args: &Check) -> anyhow::Result<bool> {

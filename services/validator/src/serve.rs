@@ -15,9 +15,9 @@ use crate::cluster::{Catalogs, Reader};
 use crate::evaluate::{KnownNamespaces, Settings};
 use crate::exception::ExceptionNamespaces;
 use crate::namespaces::WatchedNamespaces;
-use crate::params::WatchedParams;
 use crate::policy::{PolicyError, PolicySet};
 use crate::webhook::{NoNamespaces, Validator};
+use portcullis_params::WatchedParams;
 
 /// Where the policies come from.
 enum Source {

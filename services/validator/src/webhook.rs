@@ -16,8 +16,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::evaluate::{Cluster, Evaluation, Exempted, KnownNamespaces, Settings, decide, evaluate};
-use crate::params::{NoParams, ParamSource};
 use crate::policy::{Action, PolicySet};
+use portcullis_params::{NoParams, ParamSource};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ExceededLabels {

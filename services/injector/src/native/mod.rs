@@ -14,7 +14,6 @@
 //! the field, never a silent pass.
 
 pub mod own;
-pub mod params;
 mod parts;
 pub mod run;
 
@@ -24,6 +23,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::{CompileError, Environment, Expression, compile_in};
+use portcullis_params::{ParamSpecError, Params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -107,7 +107,7 @@ pub struct NativeMutation {
     /// What an apply configuration may do to atomic values.
     pub atomics: Atomics,
     /// `paramKind` with the binding's `paramRef`.
-    params: Option<params::ParamSpec>,
+    params: Option<Params>,
     data_reads: DataReads,
 }
 
@@ -157,6 +157,9 @@ pub enum Problem {
     /// An unusable `matchConstraints` or `matchResources`.
     #[error(transparent)]
     Match(#[from] MatchError),
+    /// An unusable `paramKind` or `paramRef`.
+    #[error(transparent)]
+    Params(#[from] ParamSpecError),
 }
 
 /// Pairs each binding with its policy (`spec.policyName`) and compiles
@@ -201,7 +204,8 @@ pub fn compile(
     };
     let spec = policy.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
     let binding_spec = binding.spec.as_ref().ok_or_else(|| fail(invalid("spec", "Required value")))?;
-    let params = params::ParamSpec::new(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(&fail)?;
+    let params =
+        Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(|e| fail(e.into()))?;
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
             .map_err(|e| fail(e.into()))?;
@@ -256,7 +260,7 @@ struct Uncompiled<'a> {
     policy: String,
     binding: String,
     matching: Option<NativeMatch>,
-    params: Option<params::ParamSpec>,
+    params: Option<Params>,
     conditions: &'a [MatchCondition],
     variables: &'a [Variable],
     /// Each mutation's patch type, expression and field.

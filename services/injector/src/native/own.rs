@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use portcullis_admission::parts::Parts;
+use portcullis_params::{ParamKind, Params};
 
 use super::{FailurePolicy, NativeMutation, PatchType, Problem, Uncompiled};
 use crate::apply::{Atomics, BUILTIN};
@@ -31,6 +32,18 @@ pub struct CelMutation {
     /// Named expressions the mutations read as `variables.<name>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variables: Vec<Variable>,
+    /// The kind of the parameter objects CEL reads as `params` (with
+    /// `paramRef`): a MutatingAdmissionPolicy's `paramKind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_kind: Option<ParamKind>,
+    /// Which parameter objects (with `paramKind`), as a
+    /// MutatingAdmissionPolicyBinding's `paramRef`: one by name or those a
+    /// selector picks, in the pod's namespace unless it names one, and
+    /// what to do when none is found. Of several, the mutations run with
+    /// the first (by namespace and name) whose match conditions hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "portcullis_params::param_ref_schema")]
+    pub param_ref: Option<serde_json::Value>,
     /// The mutations, applied in order.
     #[schemars(length(min = 1))]
     pub mutations: Vec<OwnMutation>,
@@ -139,7 +152,7 @@ impl CelMutation {
             binding: String::new(),
             // What the webhook configuration sends.
             matching: None,
-            params: None,
+            params: Params::from_spec(self.param_kind.clone(), self.param_ref.clone()).map_err(|e| fail(e.into()))?,
             conditions: &self.match_conditions,
             variables: &self.variables,
             mutations,

@@ -12,6 +12,7 @@ use portcullis_admission::native_match::KnownNamespaces;
 use portcullis_cel::budget::Limits;
 use portcullis_cel::json::to_json;
 use portcullis_cel::{Bindings, Converted, Value as Cel, evaluate};
+use portcullis_params::ParamSource;
 use serde::Deserialize as _;
 use serde_json::Value;
 
@@ -30,8 +31,8 @@ pub struct Context<'a> {
     pub limits: Limits,
     /// When all CEL of the request must be done.
     pub deadline: Instant,
-    /// The parameter objects a MAP's `paramRef` may name.
-    pub params: &'a [Value],
+    /// The parameter objects a `paramRef` may name.
+    pub params: &'a dyn ParamSource,
 }
 
 /// What running a MAP did.
@@ -118,10 +119,9 @@ impl NativeMutation {
             Some(spec) => {
                 let namespace = req.inner.namespace.as_deref().unwrap_or_default();
                 let reads = self.data_reads.params.as_ref();
-                spec.collect(context.params, namespace)?
-                    .into_iter()
-                    .map(|p| Some(Converted::reading(p, reads)))
-                    .collect()
+                let found = spec.objects(context.params, namespace);
+                let found = found.map_err(|e| format!("failed to configure binding: {e}"))?;
+                found.iter().map(|p| Some(Converted::reading(p, reads))).collect()
             }
         };
         if params.is_empty() {

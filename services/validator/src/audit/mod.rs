@@ -27,10 +27,10 @@ use crate::cli::Audit;
 use crate::cluster::{Catalogs, Reader};
 use crate::namespaces::WatchedNamespaces;
 use crate::native::watched::WatchedNatives;
-use crate::params::WatchedParams;
 use crate::policy::PolicySet;
 use crate::serve::{Natives, parse, settings};
 use metrics::AuditMetrics;
+use portcullis_params::WatchedParams;
 use portcullis_resources::{Swap, follow};
 use scan::Auditor;
 

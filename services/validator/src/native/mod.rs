@@ -27,9 +27,9 @@ use portcullis_cel::CompileError;
 
 use crate::cel::{self, CelError, CelProblem, CelRules};
 use crate::matching::Matching;
-use crate::params::{ParamKind, ParamSpecError, Params};
 use crate::policy::{Action, FailurePolicy, Policy};
 use portcullis_admission::native_match::{MatchError, NativeMatch};
+use portcullis_params::{ParamSpecError, Params};
 
 /// The API version of native policies and bindings.
 pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";
@@ -213,18 +213,8 @@ pub fn compile(
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
             .map_err(|e| fail(e.into()))?;
-    // A paramRef without paramKind is not read (params is null), as in the API server.
-    let params = match &spec.param_kind {
-        None => None,
-        Some(kind) => {
-            let kind = ParamKind {
-                api_version: kind.api_version.clone().unwrap_or_default(),
-                kind: kind.kind.clone().unwrap_or_default(),
-            };
-            let reference = binding_spec.param_ref.as_ref().map(|r| serde_json::to_value(r).unwrap_or_default());
-            Params::from_spec(Some(kind), reference).map_err(|e| fail(e.into()))?
-        }
-    };
+    let params =
+        Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(|e| fail(e.into()))?;
     let policy = Policy {
         name,
         namespace: None,

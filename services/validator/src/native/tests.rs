@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use portcullis_admission::native_match::NamespacesByLabels;
 
 use crate::evaluate::{Evaluation, Settings, evaluate};
-use crate::params::FileParams;
 use crate::policy::{Action, PolicyError, PolicySet};
+use portcullis_params::FileParams;
 
 /// `team-x` (labelled `team: x`), `*-system` and `legacy` are known.
 fn labels(name: &str) -> Option<std::collections::BTreeMap<String, String>> {

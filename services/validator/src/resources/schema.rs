@@ -1,6 +1,6 @@
 //! Schemas of the fields whose Rust type is not what the API server should
-//! see: a label selector of our own (metav1.LabelSelector's schema), a
-//! timestamp, and `paramRef`, read as a raw value but described fully.
+//! see: a label selector of our own (metav1.LabelSelector's schema) and a
+//! timestamp.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
@@ -12,10 +12,4 @@ pub(crate) fn label_selector(generator: &mut SchemaGenerator) -> Schema {
 /// An RFC 3339 time.
 pub(crate) fn timestamp(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "format": "date-time"})
-}
-
-/// `paramRef`: kept as a raw value so that a mistake in it is refused
-/// with the field named, but described as what it is.
-pub(crate) fn param_ref(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<crate::params::ParamRefSpec>()
 }

@@ -1,16 +1,22 @@
-//! Policy parameters, as ValidatingAdmissionPolicy's `paramKind` and its
-//! binding's `paramRef`: CEL reads `params`, an object of the cluster (a
-//! ConfigMap, or any kind), so one policy serves many teams with their own
-//! values. Where the objects come from is a [`ParamSource`]: watched in
-//! memory for the webhook and the audit ([`WatchedParams`]), files for
-//! `check` ([`FileParams`]). The admission path never calls the API.
+//! Policy parameters, as ValidatingAdmissionPolicy's and
+//! MutatingAdmissionPolicy's `paramKind` and their binding's `paramRef`:
+//! CEL reads `params`, an object of the cluster (a ConfigMap, or any kind),
+//! so one policy serves many teams with their own values. The validator's
+//! policies and the injector's CEL mutations, native or in their own form,
+//! check them here ([`Params`]) and find them by the API server's rules
+//! ([`Params::objects`]). Where the objects come from is a
+//! [`ParamSource`]: watched in memory for the webhooks and the audit
+//! ([`WatchedParams`]), files for `check` and `mutate` ([`FileParams`]).
+//! The admission path never calls the API.
+
+#![forbid(unsafe_code)]
 
 mod files;
 mod watched;
 
 use portcullis_admission::json;
 use portcullis_admission::selector::LabelSelector;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,7 +46,7 @@ impl std::fmt::Display for ParamKind {
 /// mistake in it is the policy's refusal, with the field named).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct ParamRefSpec {
+pub struct ParamRefSpec {
     /// One object by name (not with `selector`).
     name: Option<String>,
     /// The namespace of the objects of a namespaced kind; unset: the
@@ -48,10 +54,22 @@ pub(crate) struct ParamRefSpec {
     namespace: Option<String>,
     /// Every object with these labels (not with `name`).
     #[serde(default)]
-    #[schemars(schema_with = "crate::resources::schema::label_selector")]
+    #[schemars(schema_with = "label_selector_schema")]
     selector: Option<LabelSelector>,
     /// What the policy does when no object is found: Allow or Deny.
     parameter_not_found_action: Option<NotFoundAction>,
+}
+
+/// `paramRef`'s schema, for a field that keeps it as a raw value (so that
+/// a mistake in it is refused with the field named) but describes it as
+/// what it is.
+pub fn param_ref_schema(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<ParamRefSpec>()
+}
+
+/// `metav1.LabelSelector`, as the API server describes it.
+fn label_selector_schema(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>()
 }
 
 /// What a policy does when no parameter object is found.
@@ -110,6 +128,36 @@ impl Params {
         };
         let not_found = spec.parameter_not_found_action.ok_or(ParamSpecError::NoNotFoundAction)?;
         Ok(Some(Self { kind, namespace: spec.namespace.filter(|n| !n.is_empty()), selection, not_found }))
+    }
+}
+
+impl Params {
+    /// A native policy's `paramKind` with its binding's `paramRef`. A
+    /// reference without a kind is not read (`params` is null), as in the
+    /// API server.
+    pub fn of_native(
+        kind: Option<&k8s_openapi::api::admissionregistration::v1::ParamKind>,
+        reference: Option<&k8s_openapi::api::admissionregistration::v1::ParamRef>,
+    ) -> Result<Option<Self>, ParamSpecError> {
+        let Some(kind) = kind else { return Ok(None) };
+        let kind = ParamKind {
+            api_version: kind.api_version.clone().unwrap_or_default(),
+            kind: kind.kind.clone().unwrap_or_default(),
+        };
+        let reference = reference.map(|r| serde_json::to_value(r).unwrap_or_default());
+        Self::from_spec(Some(kind), reference)
+    }
+
+    /// The parameter objects for a request in `request_namespace` (empty
+    /// for a cluster-scoped object), by the API server's rules ([`collect`]);
+    /// none found is an error when the reference says `Deny`. `Err` is a
+    /// configuration error, handled by the policy's failure policy.
+    pub fn objects(&self, source: &dyn ParamSource, request_namespace: &str) -> Result<Vec<Value>, ParamsError> {
+        let found = collect(source, self, request_namespace)?;
+        if found.is_empty() && self.not_found == NotFoundAction::Deny {
+            return Err(ParamsError::NotFound);
+        }
+        Ok(found)
     }
 }
 

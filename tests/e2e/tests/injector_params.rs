@@ -1,0 +1,125 @@
+//! The injector's CEL mutations with parameters (`paramKind` and
+//! `paramRef`, as a MutatingAdmissionPolicy and its binding have them),
+//! against a real kube-apiserver: an `InjectorConfig` is Ready once the
+//! ConfigMaps it reads are listed, a pod gets the value of its namespace's
+//! ConfigMap, a change to the ConfigMap is in force without a reload, a
+//! deleted one denies with the API server's words, and a kind the API does
+//! not serve is reported in the configuration's status. Its own control
+//! plane: its injector is the only replica reporting.
+
+use std::time::Duration;
+
+use portcullis_e2e::webhook::{Kind, Webhook, namespace};
+use portcullis_e2e::{cluster, eventually, ok, repo, stored_dry_run, unique};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn apply(yaml: &str) {
+    ok(cluster().kubectl_stdin(&["apply", "-f", "-"], yaml));
+}
+
+/// An `InjectorConfig` with one CEL mutation labelling the pod with
+/// `params.data.team`, its parameters `kind` by `param_ref` (flow YAML).
+fn config(name: &str, api_version: &str, kind: &str, param_ref: &str, failure_policy: &str) -> String {
+    format!(
+        r#"apiVersion: portcullis.dev/v1alpha1
+kind: InjectorConfig
+metadata: {{name: {name}}}
+spec:
+  mutations:
+  - name: {name}
+    failurePolicy: {failure_policy}
+    paramKind: {{apiVersion: {api_version}, kind: {kind}}}
+    paramRef: {param_ref}
+    mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{{metadata: Object.metadata{{labels: {{"team": params.data.team}}}}}}'
+"#
+    )
+}
+
+fn settings(ns: &str, team: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: team-settings, namespace: {ns}}}\ndata: {{team: {team}}}\n"
+    )
+}
+
+fn pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+           "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}})
+}
+
+/// The team label the API server would store on a new pod in `ns`, or
+/// why it refused the pod.
+fn team(ns: &str) -> Result<String, String> {
+    stored_dry_run(&pod(), ns).map(|p| p["metadata"]["labels"]["team"].as_str().unwrap_or_default().to_owned())
+}
+
+fn reason(what: &str) -> String {
+    let path = r#"jsonpath={.status.conditions[?(@.type=="Ready")].reason}"#;
+    ok(cluster().kubectl(&["get", what, "-o", path]))
+}
+
+#[tokio::test]
+async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes() {
+    let crds = repo().join("deploy/base/crds");
+    ok(cluster().kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
+    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
+    cluster().ensure_namespace("portcullis-system");
+    let client = cluster().client().await;
+    let injector = Webhook::start_watching(Kind::Injector, &[]).await;
+    let ns = unique("params");
+    namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
+    let _registered = injector.registration(&ns, "Fail").apply(&client).await;
+
+    // A ConfigMap per namespace, read by name in the pod's namespace.
+    apply(&settings(&ns, "payments"));
+    let by_name = "{name: team-settings, parameterNotFoundAction: Deny}";
+    apply(&config("team-label", "v1", "ConfigMap", by_name, "Fail"));
+    ok(cluster().kubectl(&["wait", "--for=condition=Ready", "injectorconfig/team-label", "--timeout=60s"]));
+    let first = eventually("the mutation is in force", WAIT, || team(&ns).ok().filter(|t| !t.is_empty())).await;
+    assert_eq!(first, "payments");
+
+    // A change to the ConfigMap, with no reload of anything.
+    apply(&settings(&ns, "billing"));
+    eventually("the changed ConfigMap is read", WAIT, || team(&ns).ok().filter(|t| t == "billing")).await;
+
+    // None left, and `Deny`: the pod is denied, naming the mutation, in
+    // the API server's words.
+    ok(cluster().kubectl(&["delete", "configmap", "team-settings", "-n", &ns]));
+    let denied = eventually("the deleted ConfigMap denies", WAIT, || team(&ns).err()).await;
+    assert!(denied.contains(r#"portcullis: mutation "team-label" failed"#), "{denied}");
+    assert!(
+        denied.contains(
+            "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{denied}"
+    );
+    ok(cluster().kubectl(&["delete", "injectorconfig", "team-label"]));
+
+    // A kind the API does not serve: in force, failing by its failure
+    // policy (here `Ignore`: the pod is admitted, with a warning), and its
+    // status says why.
+    let missing = "{name: x, parameterNotFoundAction: Deny}";
+    apply(&config("team-missing", "example.com/v1", "TeamSettings", missing, "Ignore"));
+    let said = eventually("the unknown paramKind is reported", WAIT, || {
+        Some(reason("injectorconfig/team-missing")).filter(|r| !r.is_empty() && r != "Pending")
+    })
+    .await;
+    assert_eq!(said, "UnknownParamKind");
+    let message = ok(cluster().kubectl(&[
+        "get",
+        "injectorconfig/team-missing",
+        "-o",
+        r#"jsonpath={.status.conditions[?(@.type=="Ready")].message}"#,
+    ]));
+    assert!(message.contains("TeamSettings (example.com/v1)"), "{message}");
+    let out = cluster().kubectl_stdin(&["create", "-n", &ns, "-f", "-"], &pod().to_string());
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{warned}");
+    assert!(warned.contains(r#"mutation "team-missing" was ignored"#), "{warned}");
+    assert!(warned.contains("TeamSettings"), "{warned}");
+    ok(cluster().kubectl(&["delete", "injectorconfig", "team-missing"]));
+}
