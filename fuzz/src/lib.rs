@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use portcullis_admission::native_match::NamespacesByLabels;
 use portcullis_admission::{Decision, Request, encode};
 use portcullis_cel::budget::{Limit, Limits};
-use portcullis_params::NoParams;
+use portcullis_known::params::NoParams;
 use portcullis_validator::evaluate::{Cluster, Settings, decide, evaluate};
 use serde_json::Value;
 

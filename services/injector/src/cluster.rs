@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
-use portcullis_params::{ParamKind, WatchedParams};
+use portcullis_known::params::{ParamKind, WatchedParams};
 use portcullis_resources::{Catalog, Key, Refusal, Remark, WatchedKind};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;

@@ -9,7 +9,7 @@ use portcullis_cel::args::CelArgs;
 use portcullis_cel::budget::Limits;
 
 use portcullis_admission::documents::{self, DocumentError};
-use portcullis_params::ParamKind;
+use portcullis_known::params::ParamKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

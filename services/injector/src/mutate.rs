@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Operation, Request, Verdict, json};
-use portcullis_params::{NoParams, ParamSource};
+use portcullis_known::Cluster;
+use portcullis_known::params::NoParams;
 use serde_json::Value;
 
 use crate::config::{CelBounds, Config, Defaults};
@@ -23,6 +24,9 @@ use crate::native::own::CompiledMutation;
 use crate::native::run::{Context, Outcome as Ran};
 use crate::status::{Rewrite, Status};
 use crate::{images, inject, pod};
+
+/// No namespace and no parameter object known (tests, fuzzing).
+const NOTHING_KNOWN: Cluster<'static> = Cluster { namespaces: &ManifestNamespaces::EMPTY, params: &NoParams };
 
 /// Set by the kubelet on mirror pods of static pods, which must not change.
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -39,11 +43,11 @@ pub struct Outcome {
 }
 
 /// The CEL mutations' bounds, when the request arrived (`None`: when they
-/// start), where their parameter objects are found, and what each did.
+/// start), what they read of the cluster, and what each did.
 struct Cel<'a> {
     bounds: CelBounds,
     arrival: Option<Instant>,
-    params: &'a dyn ParamSource,
+    cluster: Cluster<'a>,
     ran: Vec<(String, CelResult)>,
 }
 
@@ -81,19 +85,19 @@ impl CelResult {
 /// them back); ephemeral containers added to a pod get their images
 /// rewritten; everything else is allowed unchanged (other kinds, other
 /// operations, dry-run or not alike). CEL mutations run within the
-/// default bounds, with no parameter objects.
+/// default bounds, knowing no namespace and no parameter object.
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
-    mutate_by(req, config, CelBounds::default(), &NoParams, None)
+    mutate_by(req, config, CelBounds::default(), NOTHING_KNOWN, None)
 }
 
-/// [`mutate`], the CEL mutations within `bounds`, their parameter objects
-/// found in `params`, their timeout counted from `arrival` (`None`: from
-/// when they start).
+/// [`mutate`], the CEL mutations within `bounds`, reading `cluster`'s
+/// namespaces and parameter objects, their timeout counted from `arrival`
+/// (`None`: from when they start).
 pub fn mutate_by(
     req: &Request,
     config: &Config,
     bounds: CelBounds,
-    params: &dyn ParamSource,
+    cluster: Cluster<'_>,
     arrival: Option<Instant>,
 ) -> Outcome {
     let inner = &req.inner;
@@ -103,7 +107,7 @@ pub fn mutate_by(
     };
     match (&inner.operation, inner.sub_resource.as_deref()) {
         (Operation::Create, None) => {
-            let cel = Cel { bounds, arrival, params, ran: Vec::new() };
+            let cel = Cel { bounds, arrival, cluster, ran: Vec::new() };
             mutate_pod(req, object, config, cel)
         }
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
@@ -150,11 +154,11 @@ fn mutate_pod(req: &Request, original: &Value, config: &Config, mut cel: Cel<'_>
 /// without a patch: the same mutation on a copy of the whole pod. The
 /// reference the tests and the fuzz target hold the patch from the pod's
 /// parts ([`pod::parts_for`]) to; `None` when the pod is left alone or
-/// denied. No parameter objects are known.
+/// denied. No namespace and no parameter object are known.
 pub fn mutated_whole(req: &Request, original: &Value, config: &Config) -> Option<Value> {
     let (previous, mut warnings) = start(original).ok()?;
     let mut pod = original.clone();
-    let mut cel = Cel { bounds: CelBounds::default(), arrival: None, params: &NoParams, ran: Vec::new() };
+    let mut cel = Cel { bounds: CelBounds::default(), arrival: None, cluster: NOTHING_KNOWN, ran: Vec::new() };
     inject_all(&mut pod, req, original, config, &previous, &mut warnings, &mut cel).ok()?;
     Some(pod)
 }
@@ -240,14 +244,12 @@ fn run_cel(
         cel.ran.extend(config.mutations.iter().map(|m| (m.spec.name.clone(), CelResult::NotInForce)));
         return Ok(());
     }
-    // Their matching is the webhook configuration's: no namespace is read.
-    let namespaces = ManifestNamespaces::default();
     let context = Context {
-        namespaces: &namespaces,
+        namespaces: cel.cluster.namespaces,
         schemas: &BUILTIN,
         limits: cel.bounds.limits,
         deadline: cel.arrival.unwrap_or_else(Instant::now) + cel.bounds.timeout,
-        params: cel.params,
+        params: cel.cluster.params,
     };
     // As the API server orders MAPs: a change asks every entry with
     // `reinvocationPolicy: IfNeeded` that ran before it to run once more.

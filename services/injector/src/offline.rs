@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
 use portcullis_admission::native_match::ManifestNamespaces;
 use portcullis_admission::{Decision, Request, Verdict, decode, encode, manifest};
-use portcullis_params::FileParams;
+use portcullis_known::params::FileParams;
 use portcullis_server::watch;
 use serde::Deserialize as _;
 use serde_json::Value;
@@ -37,15 +37,19 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let input = portcullis_process::input::read(file).context("reading --params")?;
         objects.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
     }
+    let (natives, mut namespaces) = read_policies(args)?;
+    // Namespaces given with the parameters feed the selectors too.
+    namespaces.extend(objects.iter().filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1").cloned());
+    let namespaces = Arc::new(ManifestNamespaces::from_documents(&namespaces));
     let params = Arc::new(FileParams::new(objects));
     let injector = if args.config.paths.is_empty() {
         None
     } else {
         let contents = watch::read_all(&args.config.paths).context("reading the injector configuration")?;
         let config = parse(&contents).context("the injector configuration is invalid")?;
-        Some(Injector::bounded(config, CelBounds::from_args(&args.cel), None).with_params(params.clone()))
+        let injector = Injector::bounded(config, CelBounds::from_args(&args.cel), None);
+        Some(injector.knowing(namespaces.clone(), params.clone()))
     };
-    let (natives, namespaces) = read_policies(args)?;
     let schemas = read_schemas(&args.schemas)?;
     let input = portcullis_process::input::read(&args.file).context("reading the input")?;
     let mut out = std::io::stdout().lock();
@@ -54,7 +58,7 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let review = manifest::as_review(document)?;
         let req = decode(&serde_json::to_vec(&review)?).context("input is not a usable AdmissionReview")?;
         let context = Context {
-            namespaces: &namespaces,
+            namespaces: &*namespaces,
             schemas: schemas.as_ref().unwrap_or(&BUILTIN),
             limits: args.cel.limits(),
             deadline: Instant::now() + args.cel.cel_timeout,
@@ -89,8 +93,8 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The MAPs (with their bindings) and namespaces of `--policy`.
-fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, ManifestNamespaces)> {
+/// The MAPs (with their bindings) and the `Namespace` documents of `--policy`.
+fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Vec<Value>)> {
     let contents = watch::read_all(&args.policies).context("reading the MutatingAdmissionPolicies")?;
     let mut documents = Vec::new();
     for (path, bytes) in &contents {
@@ -115,7 +119,8 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Manifest
     if let Some(first) = errors.into_iter().next() {
         return Err(anyhow::Error::new(first).context("a MutatingAdmissionPolicy is invalid"));
     }
-    Ok((natives, ManifestNamespaces::from_documents(&documents)))
+    documents.retain(|d| d["kind"] == "Namespace");
+    Ok((natives, documents))
 }
 
 /// The built-in schemas with those of `--schema`, if any is given.

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use portcullis_params::WatchedParams;
+use portcullis_known::namespaces::WatchedNamespaces;
+use portcullis_known::params::WatchedParams;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
 use portcullis_server::run::{reload_config, serve_webhook};
@@ -34,15 +35,15 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
     let config = parse(&initial).context("the injector configuration is invalid")?;
     log_config("configuration loaded", &config);
-    let params = file_mode_params(&config, &shutdown).await;
+    let cluster = file_mode_cluster(&config, &shutdown).await;
     let mut injector = Injector::bounded(config, CelBounds::from_args(&args.cel), Some(workers(&args)?));
-    if let Some(params) = &params {
-        injector = injector.with_params(params.clone());
+    if let Some((namespaces, params)) = &cluster {
+        injector = injector.knowing(Arc::new(namespaces.clone()), params.clone());
     }
     let injector = Arc::new(injector);
     let metrics = WebhookMetrics::new(|registry| injector.register(registry));
     let target = injector.clone();
-    let watched = params.clone();
+    let watched = cluster.as_ref().map(|(_, params)| params.clone());
     reload_config(paths, args.reload.interval, initial, metrics.process.clone(), shutdown.clone(), parse, move |c| {
         log_config("configuration reloaded", &c);
         if let Some(params) = &watched {
@@ -50,30 +51,32 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         }
         target.set_config(c);
     });
-    // Ready once the CEL mutations' parameter objects are in memory (the
-    // files are the whole configuration).
-    let ready = Arc::new(move || params.as_ref().is_none_or(|p| p.is_ready()));
+    // Ready once the namespaces and the CEL mutations' parameter objects
+    // are in memory (the files are the whole configuration).
+    let ready = Arc::new(move || cluster.as_ref().is_none_or(|(n, p)| n.is_ready() && p.is_ready()));
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())
 }
 
-/// With files, the CEL mutations' parameter objects are watched when the
+/// With files, the namespaces (for the CEL mutations' `namespaceSelector`)
+/// and the parameter objects their `paramKind` names are watched when the
 /// Kubernetes API is configured (in a cluster, or a kubeconfig); without
-/// it none are known, and each mutation's `parameterNotFoundAction`
-/// decides, as in `mutate` without `--params`.
-async fn file_mode_params(config: &Config, shutdown: &CancellationToken) -> Option<Arc<WatchedParams>> {
+/// it none are known: a `namespaceSelector` fails by the mutation's
+/// failure policy, and `parameterNotFoundAction` decides, as in `mutate`.
+async fn file_mode_cluster(
+    config: &Config,
+    shutdown: &CancellationToken,
+) -> Option<(WatchedNamespaces, Arc<WatchedParams>)> {
     match kube::Client::try_default().await {
         Ok(client) => {
+            let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
             let params = WatchedParams::new(client, shutdown.clone());
             params.watch(config.param_kinds());
-            Some(params)
+            Some((namespaces, params))
         }
         Err(err) => {
-            let kinds = config.param_kinds();
-            if !kinds.is_empty() {
-                tracing::warn!(error = %portcullis_telemetry::error_chain(&err), "no Kubernetes API configured: \
-                    CEL mutations with a paramKind find no parameter objects (their parameterNotFoundAction decides)");
-            }
+            tracing::info!(error = %portcullis_telemetry::error_chain(&err), "no Kubernetes API configured: \
+                CEL mutations know no namespace and no parameter object");
             None
         }
     }
@@ -85,9 +88,10 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let client = kube::Client::try_default()
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
+    let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
     let params = WatchedParams::new(client.clone(), shutdown.clone());
     let injector = Injector::bounded(Config::default(), CelBounds::from_args(&args.cel), Some(workers(&args)?));
-    let injector = Arc::new(injector.with_params(params.clone()));
+    let injector = Arc::new(injector.knowing(Arc::new(namespaces.clone()), params.clone()));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
@@ -118,7 +122,10 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     );
     let loader =
         Loader::start(client, identity, catalogs.kinds(), catalogs.changed(), swap, resource_metrics, shutdown.clone());
-    let ready = Arc::new(loader.ready_check());
+    // Ready once the objects are in force and reported, and the namespaces
+    // listed (each configuration's status waits for its own paramKind).
+    let in_force = loader.ready_check();
+    let ready = Arc::new(move || in_force() && namespaces.is_ready());
     let served = serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await;
     loader.retire().await;
     served?;

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use portcullis_admission::native_match::{KnownNamespaces, ManifestNamespaces};
 use portcullis_admission::parts::Parts;
 use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_cel::workers::Workers;
-use portcullis_params::{NoParams, ParamSource};
+use portcullis_known::Cluster;
+use portcullis_known::params::{NoParams, ParamSource};
 use portcullis_server::webhook::Webhook;
 use portcullis_telemetry::error_chain;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -67,6 +69,8 @@ pub struct Injector {
     cel: CelBounds,
     /// Where CEL mutations run; `None`: on the caller's thread (offline).
     workers: Option<Arc<Workers>>,
+    /// The namespaces CEL mutations' `namespaceSelector` reads.
+    namespaces: Arc<dyn KnownNamespaces>,
     /// Where CEL mutations find their parameter objects.
     params: Arc<dyn ParamSource>,
 }
@@ -78,7 +82,8 @@ impl std::fmt::Debug for Injector {
 }
 
 impl Injector {
-    /// An injector running `config`, with no parameter objects.
+    /// An injector running `config`, knowing no namespace and no parameter
+    /// object.
     pub fn new(config: Config) -> Self {
         Self::bounded(config, CelBounds::default(), None)
     }
@@ -93,13 +98,16 @@ impl Injector {
             cel_mutations: Family::default(),
             cel,
             workers: workers.map(Arc::new),
+            namespaces: Arc::new(ManifestNamespaces::EMPTY),
             params: Arc::new(NoParams),
         }
     }
 
-    /// Finds the CEL mutations' parameter objects in `params` (none by
+    /// Reads the cluster's namespaces from `namespaces` and the CEL
+    /// mutations' parameter objects from `params` (none of either by
     /// default).
-    pub fn with_params(mut self, params: Arc<dyn ParamSource>) -> Self {
+    pub fn knowing(mut self, namespaces: Arc<dyn KnownNamespaces>, params: Arc<dyn ParamSource>) -> Self {
+        self.namespaces = namespaces;
         self.params = params;
         self
     }
@@ -135,7 +143,8 @@ impl Injector {
 
     /// The decision on `req` with `config`, CEL timing out from `arrival`.
     fn decide_with(&self, req: &Request, config: &Config, arrival: Option<Instant>) -> Decision {
-        let outcome = mutate_by(req, config, self.cel, &*self.params, arrival);
+        let cluster = Cluster { namespaces: &*self.namespaces, params: &*self.params };
+        let outcome = mutate_by(req, config, self.cel, cluster, arrival);
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }

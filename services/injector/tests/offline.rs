@@ -3,14 +3,19 @@
 
 mod support;
 
+use std::path::Path;
 use std::process::Command;
 
 use portcullis_test_support::process::run_with_stdin;
 use serde_json::Value;
 
 fn run(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    run_with(&support::data("config.yaml"), args, stdin)
+}
+
+fn run_with(config: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_portcullis-injector"));
-    command.arg("mutate").arg("--config").arg(support::data("config.yaml")).args(args);
+    command.arg("mutate").arg("--config").arg(config).args(args);
     let out = run_with_stdin(&mut command, stdin).expect("running a command");
     (
         out.status.success(),
@@ -66,4 +71,70 @@ fn bad_input_fails_with_a_message() {
     let (ok, _, stderr) = run(&["-f", "-"], Some("metadata: {name: x}\n"));
     assert!(!ok);
     assert!(stderr.contains("no apiVersion"), "{stderr}");
+}
+
+/// A CEL mutation reading `params.data.team` from the ConfigMaps labelled
+/// `team-settings: "yes"` in the pod's namespace.
+const PARAMS_CONFIG: &str = r#"
+apiVersion: portcullis.dev/v1alpha1
+kind: InjectorConfig
+metadata: {name: teams}
+spec:
+  mutations:
+    - name: team-label
+      paramKind: {apiVersion: v1, kind: ConfigMap}
+      paramRef:
+        selector: {matchLabels: {team-settings: "yes"}}
+        parameterNotFoundAction: Deny
+      matchConditions:
+        - name: has-team
+          expression: has(params.data.team)
+      mutations:
+        - patchType: ApplyConfiguration
+          applyConfiguration:
+            expression: 'Object{metadata: Object.metadata{labels: {"team": params.data.team}}}'
+"#;
+
+const SETTINGS: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a-empty, namespace: demo, labels: {team-settings: "yes"}}
+data: {}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b-payments, namespace: demo, labels: {team-settings: "yes"}}
+data: {team: payments}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c-billing, namespace: demo, labels: {team-settings: "yes"}}
+data: {team: billing}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: elsewhere, namespace: other, labels: {team-settings: "yes"}}
+data: {team: other}
+"#;
+
+#[test]
+fn a_cel_mutation_reads_the_parameter_objects_given_with_params() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (config, settings) = (dir.path().join("config.yaml"), dir.path().join("settings.yaml"));
+    std::fs::write(&config, PARAMS_CONFIG).expect("written");
+    std::fs::write(&settings, SETTINGS).expect("written");
+    let params = settings.to_str().expect("a UTF-8 path");
+    // Of the pod's namespace's three, the first (by name) whose match
+    // condition holds.
+    let (ok, stdout, stderr) = run_with(&config, &["--params", params, "-f", "-", "-o", "object"], Some(POD));
+    assert!(ok, "{stderr}");
+    let pod: Value = serde_yaml::from_str(&stdout).expect("YAML");
+    assert_eq!(pod["metadata"]["labels"]["team"], "payments");
+    // None given: `Deny`, in the API server's words, naming the mutation.
+    let (ok, _, stderr) = run_with(&config, &["-f", "-", "-o", "object"], Some(POD));
+    assert!(!ok);
+    assert!(
+        stderr.contains(r#"mutation "team-label" failed: failed to configure binding: no params found"#),
+        "{stderr}"
+    );
 }

@@ -14,7 +14,7 @@ use crate::cli::PolicyArgs;
 use crate::exception::Exception;
 use crate::policy::{Policy, PolicySet};
 use crate::resources::{NamespacedValidatorPolicy, PolicyException, ValidatorPolicy};
-use portcullis_params::{ParamKind, ParamSource as _, Scope, WatchedParams};
+use portcullis_known::params::{ParamKind, ParamSource as _, Scope, WatchedParams};
 
 /// The reason of a policy whose `paramKind` the API does not serve.
 pub const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::cel::Outcome;
 use crate::matching::exception_for;
 use crate::policy::{Action, FailurePolicy, Policy, PolicySet};
-use portcullis_params::ParamSource;
+pub use portcullis_known::Cluster;
 
 /// One violation (or evaluation failure) found by one policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,17 +95,6 @@ pub struct Exempted {
     pub exception: String,
     /// The exception's reason.
     pub reason: String,
-}
-
-/// What the evaluation reads of the cluster besides the request, all of it
-/// kept in memory: the admission path never calls the API.
-#[derive(Clone, Copy)]
-#[allow(missing_debug_implementations)] // trait objects without Debug
-pub struct Cluster<'a> {
-    /// Namespaces, for `namespaceSelector` and `namespaceObject`.
-    pub namespaces: &'a dyn KnownNamespaces,
-    /// Parameter objects, for `paramKind`.
-    pub params: &'a dyn ParamSource,
 }
 
 /// Evaluates every policy of `set` on `req`; CEL stops at `deadline`.

@@ -6,7 +6,7 @@
 //! labels, replicas, Services, images, resources, pod security for Pods
 //! and every pod template) and with CEL in the form of Kubernetes'
 //! ValidatingAdmissionPolicy ([`cel`]), reading parameter objects of the
-//! cluster as `params` ([`portcullis_params`]). [`evaluate`] runs the set over one
+//! cluster as `params` ([`portcullis_known::params`]). [`evaluate`] runs the set over one
 //! request: pure and with no I/O. CEL runs on the shared engine
 //! (`portcullis-cel`): a cost estimate at load, a budget that stops it as
 //! it runs, and a fixed pool of threads the webhook evaluates on, never the
@@ -26,7 +26,6 @@ pub mod cluster;
 pub mod evaluate;
 pub mod exception;
 pub mod matching;
-pub mod namespaces;
 pub mod native;
 pub mod offline;
 pub mod pods;

@@ -18,7 +18,7 @@ use crate::native::{self, generate};
 use crate::policy::{self, Action};
 use crate::serve::{Natives, parse, settings};
 use crate::webhook::Validator;
-use portcullis_params::FileParams;
+use portcullis_known::params::FileParams;
 
 /// Runs `check`; `Ok(false)` when something would be denied.
 pub fn run(args: &Check) -> anyhow::Result<bool> {

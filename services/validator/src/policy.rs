@@ -21,7 +21,7 @@ use crate::exception::{self, Exception, ExceptionError, ExceptionNamespaces};
 use crate::matching::{Match, Matching};
 use crate::native;
 use crate::rules::{Rules, RulesError};
-use portcullis_params::{ParamKind, ParamSpecError, Params};
+use portcullis_known::params::{ParamKind, ParamSpecError, Params};
 
 /// The `kind` of a cluster-wide policy.
 pub const KIND: &str = "ValidatorPolicy";
@@ -249,7 +249,7 @@ pub struct PolicySpec {
     /// Which parameter objects (with `paramKind`), as a
     /// ValidatingAdmissionPolicyBinding's `paramRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "portcullis_params::param_ref_schema")]
+    #[schemars(schema_with = "portcullis_known::params::param_ref_schema")]
     pub param_ref: Option<serde_json::Value>,
     /// Who enforces the policy in a cluster: `Webhook` (the default);
     /// `InProcess` or `Auto`: the API server itself, through a generated

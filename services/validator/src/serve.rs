@@ -14,10 +14,10 @@ use crate::cli::{PolicyArgs, Serve};
 use crate::cluster::{Catalogs, Reader};
 use crate::evaluate::{KnownNamespaces, Settings};
 use crate::exception::ExceptionNamespaces;
-use crate::namespaces::WatchedNamespaces;
 use crate::policy::{PolicyError, PolicySet};
 use crate::webhook::{NoNamespaces, Validator};
-use portcullis_params::WatchedParams;
+use portcullis_known::namespaces::WatchedNamespaces;
+use portcullis_known::params::WatchedParams;
 
 /// Where the policies come from.
 enum Source {

@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use crate::evaluate::{Cluster, Evaluation, Exempted, KnownNamespaces, Settings, decide, evaluate};
 use crate::policy::{Action, PolicySet};
-use portcullis_params::{NoParams, ParamSource};
+use portcullis_known::params::{NoParams, ParamSource};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ExceededLabels {

@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use portcullis_params::FileParams;
+use portcullis_known::params::FileParams;
 use serde_json::{Value, json};
 use support::{create, run};
 

@@ -110,6 +110,9 @@ pub fn namespace_object(namespace: &Value) -> Value {
 pub struct ManifestNamespaces(BTreeMap<String, Arc<Value>>);
 
 impl ManifestNamespaces {
+    /// No namespace known.
+    pub const EMPTY: Self = Self(BTreeMap::new());
+
     /// The `Namespace` objects among `documents`, reduced as
     /// [`namespace_object`] reduces them, each labelled
     /// `kubernetes.io/metadata.name` and, unless it says otherwise, with

@@ -117,19 +117,13 @@ type Unbound = (&'static str, &'static str);
 const AUTHORIZER: Unbound =
     ("authorizer", "authorization checks are not supported (a webhook would need a SubjectAccessReview per request)");
 
-const NAMESPACE_OBJECT: Unbound = (
-    "namespaceObject",
-    "the injector does not watch namespaces; select them with the webhook's or the binding's `namespaceSelector`",
-);
-
 impl Environment {
     /// The variables of Kubernetes' admission CEL not bound here, with why:
     /// an expression using one is refused at load rather than failing on
     /// every request.
     fn unbound(self) -> &'static [Unbound] {
         match self {
-            Self::Validation => &[AUTHORIZER],
-            Self::Mutation => &[NAMESPACE_OBJECT, AUTHORIZER],
+            Self::Validation | Self::Mutation => &[AUTHORIZER],
         }
     }
 
@@ -234,8 +228,7 @@ mod tests {
         assert!(matches!(unsupported, Err(CompileError::Unsupported { variable: "authorizer", .. })));
         let namespace = "namespaceObject.metadata.name == 'x'";
         assert!(compile(namespace, u64::MAX).is_ok(), "the validator binds namespaceObject");
-        let in_mutation = compile_in(Environment::Mutation, namespace, u64::MAX);
-        assert!(matches!(in_mutation, Err(CompileError::Unsupported { variable: "namespaceObject", .. })));
+        assert!(compile_in(Environment::Mutation, namespace, u64::MAX).is_ok(), "and the injector");
         let long = "1 + ".repeat(MAX_EXPRESSION_LEN) + "1";
         assert!(matches!(compile(&long, u64::MAX), Err(CompileError::TooLong(_))));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");

@@ -125,8 +125,10 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
         .kubectl_stdin(&["apply", "--dry-run=server", "-f", "-"], &deployment.replace("NS", "portcullis-system")));
 
     // Least privilege, as the API server's authorizer sees it.
-    assert!(can_i("portcullis-validator", "list", "namespaces", &[]));
-    assert!(can_i("portcullis-validator", "watch", "namespaces", &[]));
+    for (webhook, verb) in [("validator", "list"), ("validator", "watch"), ("injector", "list"), ("injector", "watch")]
+    {
+        assert!(can_i(&format!("portcullis-{webhook}"), verb, "namespaces", &[]), "{webhook} must {verb} namespaces");
+    }
     for (verb, resource) in [
         ("get", "secrets"),
         ("create", "namespaces"),
@@ -136,7 +138,9 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
     ] {
         assert!(!can_i("portcullis-validator", verb, resource, &[]), "validator must not {verb} {resource}");
     }
-    for (verb, resource) in [("get", "pods"), ("list", "namespaces"), ("get", "secrets"), ("get", "configmaps")] {
+    for (verb, resource) in
+        [("get", "pods"), ("get", "namespaces"), ("update", "namespaces"), ("get", "secrets"), ("list", "configmaps")]
+    {
         assert!(!can_i("portcullis-injector", verb, resource, &[]), "injector must not {verb} {resource}");
     }
     // Each webhook reads its kinds and writes only their status (and only

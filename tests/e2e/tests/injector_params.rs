@@ -4,8 +4,10 @@
 //! ConfigMaps it reads are listed, a pod gets the value of its namespace's
 //! ConfigMap, a change to the ConfigMap is in force without a reload, a
 //! deleted one denies with the API server's words, and a kind the API does
-//! not serve is reported in the configuration's status. Its own control
-//! plane: its injector is the only replica reporting.
+//! not serve is reported in the configuration's status; and an entry's
+//! `matchConstraints` selects pods by their namespace's labels and their
+//! own, its expression reading `namespaceObject`. Its own control plane:
+//! its injector is the only replica reporting.
 
 use std::time::Duration;
 
@@ -57,6 +59,36 @@ fn team(ns: &str) -> Result<String, String> {
     stored_dry_run(&pod(), ns).map(|p| p["metadata"]["labels"]["team"].as_str().unwrap_or_default().to_owned())
 }
 
+/// An `InjectorConfig` annotating the pods of namespaces labelled
+/// `team-annotation: "on"`, unless the pod is labelled `skip`, with the
+/// namespace's `team` label.
+const NAMESPACE_TEAM: &str = r#"apiVersion: portcullis.dev/v1alpha1
+kind: InjectorConfig
+metadata: {name: namespace-team}
+spec:
+  mutations:
+  - name: namespace-team
+    matchConstraints:
+      resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+      namespaceSelector: {matchLabels: {team-annotation: "on"}}
+      objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}
+    mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >-
+          Object{metadata: Object.metadata{annotations: {"example.com/team": namespaceObject.metadata.labels.team}}}
+"#;
+
+/// The `example.com/team` annotation the API server would store on a new
+/// pod in `ns` labelled `labels`.
+fn team_annotation(ns: &str, labels: Value) -> Option<String> {
+    let mut pod = pod();
+    pod["metadata"]["labels"] = labels;
+    let stored = stored_dry_run(&pod, ns).ok()?;
+    Some(stored["metadata"]["annotations"]["example.com/team"].as_str().unwrap_or_default().to_owned())
+}
+
 fn reason(what: &str) -> String {
     let path = r#"jsonpath={.status.conditions[?(@.type=="Ready")].reason}"#;
     ok(cluster().kubectl(&["get", what, "-o", path]))
@@ -71,7 +103,8 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
     let client = cluster().client().await;
     let injector = Webhook::start_watching(Kind::Injector, &[]).await;
     let ns = unique("params");
-    namespace(&client, &ns, &[("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns)]).await;
+    let labels = [("portcullis.dev/inject", "enabled"), ("e2e.portcullis.dev/case", &ns), ("team", "payments")];
+    namespace(&client, &ns, &labels).await;
     let _registered = injector.registration(&ns, "Fail").apply(&client).await;
 
     // A ConfigMap per namespace, read by name in the pod's namespace.
@@ -122,4 +155,21 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
     assert!(warned.contains(r#"mutation "team-missing" was ignored"#), "{warned}");
     assert!(warned.contains("TeamSettings"), "{warned}");
     ok(cluster().kubectl(&["delete", "injectorconfig", "team-missing"]));
+
+    // matchConstraints: the namespace's labels (watched), the pod's own.
+    apply(NAMESPACE_TEAM);
+    ok(cluster().kubectl(&["wait", "--for=condition=Ready", "injectorconfig/namespace-team", "--timeout=60s"]));
+    assert_eq!(team_annotation(&ns, json!({})).as_deref(), Some(""), "the namespace is not selected yet");
+    ok(cluster().kubectl(&["label", "namespace", &ns, "team-annotation=on"]));
+    eventually("the relabelled namespace is selected", WAIT, || {
+        team_annotation(&ns, json!({})).filter(|t| t == "payments")
+    })
+    .await;
+    assert_eq!(team_annotation(&ns, json!({"skip": "yes"})).as_deref(), Some(""), "the objectSelector");
+    ok(cluster().kubectl(&["label", "namespace", &ns, "team=billing", "--overwrite"]));
+    eventually("namespaceObject follows the namespace", WAIT, || {
+        team_annotation(&ns, json!({})).filter(|t| t == "billing")
+    })
+    .await;
+    ok(cluster().kubectl(&["delete", "injectorconfig", "namespace-team"]));
 }

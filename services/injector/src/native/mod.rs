@@ -9,9 +9,10 @@
 //!
 //! `mutate` tries a MAP before it reaches a cluster. A MAP is taken exactly
 //! when the API server would take it: what it would refuse, or what cannot
-//! be evaluated outside it (`authorizer`, and `namespaceObject`: the
-//! injector watches no namespaces), is a clear error naming the policy and
-//! the field, never a silent pass.
+//! be evaluated outside it (`authorizer`), is a clear error naming the
+//! policy and the field, never a silent pass. `namespaceSelector` and
+//! `namespaceObject` read the namespaces the caller knows (watched by the
+//! webhook, given as manifests to `mutate`).
 
 pub mod own;
 mod parts;
@@ -23,7 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_cel::reads::DataReads;
 use portcullis_cel::{CompileError, Environment, Expression, compile_in};
-use portcullis_params::{ParamSpecError, Params};
+use portcullis_known::params::{ParamSpecError, Params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

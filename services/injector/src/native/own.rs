@@ -7,12 +7,13 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
+use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MatchResources, Variable};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use portcullis_admission::native_match::NativeMatch;
 use portcullis_admission::parts::Parts;
-use portcullis_params::{ParamKind, Params};
+use portcullis_known::params::{ParamKind, Params};
 
 use super::{FailurePolicy, NativeMutation, PatchType, Problem, Uncompiled};
 use crate::apply::{Atomics, BUILTIN};
@@ -25,6 +26,12 @@ pub struct CelMutation {
     /// Its name, in messages, warnings and the trace.
     #[schemars(length(min = 1))]
     pub name: String,
+    /// Which requests, as a MutatingAdmissionPolicy's `matchConstraints`
+    /// (`resourceRules` required, `excludeResourceRules`,
+    /// `namespaceSelector`, `objectSelector`, `matchPolicy`), within what
+    /// the webhook configuration sends (pod CREATEs); unset: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_constraints: Option<MatchResources>,
     /// Conditions on the pod (CEL, `object`, `request`): all must be true
     /// for the mutations to run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -42,7 +49,7 @@ pub struct CelMutation {
     /// what to do when none is found. Of several, the mutations run with
     /// the first (by namespace and name) whose match conditions hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "portcullis_params::param_ref_schema")]
+    #[schemars(schema_with = "portcullis_known::params::param_ref_schema")]
     pub param_ref: Option<serde_json::Value>,
     /// The mutations, applied in order.
     #[schemars(length(min = 1))]
@@ -150,8 +157,11 @@ impl CelMutation {
         let uncompiled = Uncompiled {
             policy: self.name.clone(),
             binding: String::new(),
-            // What the webhook configuration sends.
-            matching: None,
+            // Unset: what the webhook configuration sends.
+            matching: match self.match_constraints.as_ref() {
+                Some(constraints) => Some(NativeMatch::new(Some(constraints), "", None).map_err(|e| fail(e.into()))?),
+                None => None,
+            },
             params: Params::from_spec(self.param_kind.clone(), self.param_ref.clone()).map_err(|e| fail(e.into()))?,
             conditions: &self.match_conditions,
             variables: &self.variables,

@@ -8,11 +8,11 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use portcullis_admission::Request;
-use portcullis_admission::native_match::KnownNamespaces;
+use portcullis_admission::native_match::{KnownNamespaces, namespace_object_for};
 use portcullis_cel::budget::Limits;
 use portcullis_cel::json::to_json;
 use portcullis_cel::{Bindings, Converted, Value as Cel, evaluate};
-use portcullis_params::ParamSource;
+use portcullis_known::params::ParamSource;
 use serde::Deserialize as _;
 use serde_json::Value;
 
@@ -127,10 +127,16 @@ impl NativeMutation {
         if params.is_empty() {
             return Ok(Outcome::NotApplied);
         }
+        // The namespace, looked up only when an expression reads it.
+        let namespace_object = match self.data_reads.namespace_object {
+            Some(_) => namespace_object_for(context.namespaces, req)
+                .map_err(|unknown| format!("failed to configure policy: {unknown}"))?,
+            None => None,
+        };
+        let namespace_object = namespace_object.as_deref();
         // The object as CEL sees it: converted once, and again only for a
-        // mutation after one that changed it. No `namespaceObject`: a
-        // mutation that reads it is refused at load.
-        let mut bindings = Bindings::with_object(req, Some(&*object), None, &self.data_reads);
+        // mutation after one that changed it.
+        let mut bindings = Bindings::with_object(req, Some(&*object), namespace_object, &self.data_reads);
         for param in &params {
             let param = param.as_ref();
             if !self.conditions_hold(context, &bindings, param)? {
@@ -142,7 +148,7 @@ impl NativeMutation {
             let (mut changed, mut stale) = (false, false);
             for mutation in &self.mutations {
                 if std::mem::take(&mut stale) {
-                    bindings = Bindings::with_object(req, Some(&*object), None, &self.data_reads);
+                    bindings = Bindings::with_object(req, Some(&*object), namespace_object, &self.data_reads);
                 }
                 stale = self.mutate(mutation, context, req, &bindings, object, param)?;
                 changed |= stale;

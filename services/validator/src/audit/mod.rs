@@ -25,12 +25,12 @@ use tokio::net::TcpListener;
 
 use crate::cli::Audit;
 use crate::cluster::{Catalogs, Reader};
-use crate::namespaces::WatchedNamespaces;
 use crate::native::watched::WatchedNatives;
 use crate::policy::PolicySet;
 use crate::serve::{Natives, parse, settings};
 use metrics::AuditMetrics;
-use portcullis_params::WatchedParams;
+use portcullis_known::namespaces::WatchedNamespaces;
+use portcullis_known::params::WatchedParams;
 use portcullis_resources::{Swap, follow};
 use scan::Auditor;
 

@@ -24,7 +24,7 @@ use super::report;
 use super::results::{Entry, ObjectId, Outcome, Results, Status};
 use crate::evaluate::{Cluster, Evaluation, FindingKind, KnownNamespaces, Settings, evaluate};
 use crate::policy::{Action, Policy, PolicySet};
-use portcullis_params::WatchedParams;
+use portcullis_known::params::WatchedParams;
 
 /// The longest a pass waits for the parameter objects to be listed.
 const PARAMS_WAIT: Duration = Duration::from_secs(30);

@@ -29,7 +29,7 @@ use crate::cel::{self, CelError, CelProblem, CelRules};
 use crate::matching::Matching;
 use crate::policy::{Action, FailurePolicy, Policy};
 use portcullis_admission::native_match::{MatchError, NativeMatch};
-use portcullis_params::{ParamSpecError, Params};
+use portcullis_known::params::{ParamSpecError, Params};
 
 /// The API version of native policies and bindings.
 pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";

@@ -7,7 +7,7 @@ use portcullis_admission::native_match::NamespacesByLabels;
 
 use crate::evaluate::{Evaluation, Settings, evaluate};
 use crate::policy::{Action, PolicyError, PolicySet};
-use portcullis_params::FileParams;
+use portcullis_known::params::FileParams;
 
 /// `team-x` (labelled `team: x`), `*-system` and `legacy` are known.
 fn labels(name: &str) -> Option<std::collections::BTreeMap<String, String>> {

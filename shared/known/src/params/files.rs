@@ -51,7 +51,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{NotFoundAction, Params, ParamsError};
+    use crate::params::{NotFoundAction, Params, ParamsError};
 
     fn config_map(namespace: &str, name: &str, labels: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -9,8 +9,6 @@
 //! ([`WatchedParams`]), files for `check` and `mutate` ([`FileParams`]).
 //! The admission path never calls the API.
 
-#![forbid(unsafe_code)]
-
 mod files;
 mod watched;
 

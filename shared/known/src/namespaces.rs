@@ -17,8 +17,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::evaluate::KnownNamespaces;
-use portcullis_admission::native_match::namespace_object;
+use portcullis_admission::native_match::{KnownNamespaces, namespace_object};
 
 /// The watched Namespaces.
 #[derive(Debug, Clone)]
