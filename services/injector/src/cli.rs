@@ -86,7 +86,7 @@ pub struct Mutate {
     /// Native MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding
     /// YAML (admissionregistration.k8s.io/v1, or the `List` that `kubectl
     /// get -o yaml` writes), with the Namespace objects their
-    /// `namespaceSelector`s read: file or directory, repeat or
+    /// `namespaceSelector`s and `namespaceObject` read: file or directory, repeat or
     /// comma-separate. They run before the injector's own configuration,
     /// as the API server runs its MAPs before its webhooks.
     #[arg(long = "policy", env = "PORTCULLIS_MUTATING_POLICY", value_delimiter = ',')]

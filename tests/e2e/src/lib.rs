@@ -110,6 +110,16 @@ impl Cluster {
         }
     }
 
+    /// Installs the Portcullis kinds as `deploy/` ships them (the CRDs and
+    /// their aggregated roles, server-side apply), waits until the API
+    /// server serves them, and makes the `portcullis-system` namespace.
+    pub fn install_kinds(&self) {
+        let crds = repo().join("deploy/base/crds");
+        ok(self.kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
+        ok(self.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=90s"]));
+        self.ensure_namespace("portcullis-system");
+    }
+
     /// kubectl with the given kubeconfig.
     pub fn kubectl_as(&self, kubeconfig: &str, args: &[&str], stdin: Option<&str>) -> Output {
         let mut kubectl = Command::new(Path::new(self.var("PORTCULLIS_CP_BIN")).join("kubectl"));

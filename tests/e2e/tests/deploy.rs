@@ -16,14 +16,6 @@ fn render(overlay: &str) -> String {
     ok(cluster().kubectl(&["kustomize", dir.to_str().expect("a UTF-8 path")]))
 }
 
-/// Step one of the install for the kinds alone: the CRDs and the
-/// aggregated roles, waited for until the API server serves them.
-fn install_crds() {
-    let crds = repo().join("deploy/base/crds");
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
-}
-
 /// What the authorizer answers `kubectl auth can-i VERB RESOURCE ARGS...`
 /// for the service account `portcullis-system/<service_account>`.
 fn can_i(service_account: &str, verb: &str, resource: &str, args: &[&str]) -> bool {
@@ -59,7 +51,7 @@ fn action_of(objects: &[Value], policy: &str) -> String {
 #[tokio::test]
 async fn overlays_render_apply_and_enforce_least_privilege() {
     cluster().ensure_namespace("portcullis-system");
-    install_crds();
+    cluster().install_kinds();
     let mut actions = Vec::new();
     for overlay in ["dev", "staging", "prod"] {
         let rendered = render(overlay);
@@ -237,7 +229,7 @@ async fn overlays_render_apply_and_enforce_least_privilege() {
 /// itself with a PolicyException.
 #[tokio::test]
 async fn a_namespace_editor_manages_its_namespaces_policies_only() {
-    install_crds();
+    cluster().install_kinds();
     let (team, other) = ("team-edit", "team-other");
     for namespace in [team, other] {
         cluster().ensure_namespace(namespace);

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, eventually, ok, repo, stored_dry_run, unique};
+use portcullis_e2e::{cluster, eventually, ok, stored_dry_run, unique};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -82,11 +82,11 @@ spec:
 
 /// The `example.com/team` annotation the API server would store on a new
 /// pod in `ns` labelled `labels`.
-fn team_annotation(ns: &str, labels: Value) -> Option<String> {
+fn team_annotation(ns: &str, labels: Value) -> Result<String, String> {
     let mut pod = pod();
     pod["metadata"]["labels"] = labels;
-    let stored = stored_dry_run(&pod, ns).ok()?;
-    Some(stored["metadata"]["annotations"]["example.com/team"].as_str().unwrap_or_default().to_owned())
+    let stored = stored_dry_run(&pod, ns)?;
+    Ok(stored["metadata"]["annotations"]["example.com/team"].as_str().unwrap_or_default().to_owned())
 }
 
 fn reason(what: &str) -> String {
@@ -96,10 +96,7 @@ fn reason(what: &str) -> String {
 
 #[tokio::test]
 async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes() {
-    let crds = repo().join("deploy/base/crds");
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
-    cluster().ensure_namespace("portcullis-system");
+    cluster().install_kinds();
     let client = cluster().client().await;
     let injector = Webhook::start_watching(Kind::Injector, &[]).await;
     let ns = unique("params");
@@ -149,7 +146,9 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
         r#"jsonpath={.status.conditions[?(@.type=="Ready")].message}"#,
     ]));
     assert!(message.contains("TeamSettings (example.com/v1)"), "{message}");
-    let out = cluster().kubectl_stdin(&["create", "-n", &ns, "-f", "-"], &pod().to_string());
+    let mut admitted = pod();
+    admitted["metadata"]["name"] = json!("admitted");
+    let out = cluster().kubectl_stdin(&["create", "-n", &ns, "-f", "-"], &admitted.to_string());
     let warned = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{warned}");
     assert!(warned.contains(r#"mutation "team-missing" was ignored"#), "{warned}");
@@ -159,16 +158,16 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
     // matchConstraints: the namespace's labels (watched), the pod's own.
     apply(NAMESPACE_TEAM);
     ok(cluster().kubectl(&["wait", "--for=condition=Ready", "injectorconfig/namespace-team", "--timeout=60s"]));
-    assert_eq!(team_annotation(&ns, json!({})).as_deref(), Some(""), "the namespace is not selected yet");
+    assert_eq!(team_annotation(&ns, json!({})), Ok(String::new()), "the namespace is not selected yet");
     ok(cluster().kubectl(&["label", "namespace", &ns, "team-annotation=on"]));
     eventually("the relabelled namespace is selected", WAIT, || {
-        team_annotation(&ns, json!({})).filter(|t| t == "payments")
+        team_annotation(&ns, json!({})).ok().filter(|t| t == "payments")
     })
     .await;
-    assert_eq!(team_annotation(&ns, json!({"skip": "yes"})).as_deref(), Some(""), "the objectSelector");
+    assert_eq!(team_annotation(&ns, json!({"skip": "yes"})), Ok(String::new()), "the objectSelector");
     ok(cluster().kubectl(&["label", "namespace", &ns, "team=billing", "--overwrite"]));
     eventually("namespaceObject follows the namespace", WAIT, || {
-        team_annotation(&ns, json!({})).filter(|t| t == "billing")
+        team_annotation(&ns, json!({})).ok().filter(|t| t == "billing")
     })
     .await;
     ok(cluster().kubectl(&["delete", "injectorconfig", "namespace-team"]));

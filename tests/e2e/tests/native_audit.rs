@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use portcullis_e2e::audit::{install_reports, start_watching};
 use portcullis_e2e::webhook::namespace;
-use portcullis_e2e::{cluster, eventually, ok, repo, unique};
+use portcullis_e2e::{cluster, eventually, ok, unique};
 use serde_json::{Value, json};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -138,13 +138,7 @@ fn get_report(ns: &str) -> Option<Value> {
 #[tokio::test]
 async fn stored_objects_that_break_native_policies_are_reported_as_the_api_server_judges_them() {
     install_reports();
-    ok(cluster().kubectl(&[
-        "apply",
-        "--server-side",
-        "-k",
-        repo().join("deploy/base/crds").to_str().expect("a test step"),
-    ]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
+    cluster().install_kinds();
     let client = cluster().client().await;
     let ns = unique("native-audit");
     namespace(&client, &ns, &[("e2e.portcullis.dev/native-audit", &ns), ("max-keys", "2")]).await;

@@ -390,6 +390,25 @@ fn cases() -> Vec<Case> {
             param_ref: Some("{name: tiers, parameterNotFoundAction: Deny}"),
             params: vec![config_map("tiers", json!({}), json!({"tier": "gold", "enabled": "true"}))],
         },
+        // namespaceObject: the pod's namespace, as the API server binds it
+        // (`mutate` reads it from the Namespace document given).
+        Case {
+            name: "namespace-object",
+            resource: PODS,
+            spec: r#"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{metadata: Object.metadata{labels: {
+          "namespace": namespaceObject.metadata.labels["kubernetes.io/metadata.name"],
+          "phase": namespaceObject.status.phase}}}
+"#,
+            objects: vec![pod("plain", app(), json!({})), pod("labelled", app(), labelled.clone())],
+            param_ref: None,
+            params: vec![],
+        },
     ]
 }
 

@@ -17,18 +17,6 @@ use serde_json::{Value, json};
 
 const WAIT: &str = "--timeout=60s";
 
-/// Installs the CRDs and the aggregated roles as `deploy/` ships them.
-fn install() {
-    ok(cluster().kubectl(&[
-        "apply",
-        "--server-side",
-        "-k",
-        repo().join("deploy/base/crds").to_str().expect("a UTF-8 path"),
-    ]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", WAIT]));
-    cluster().ensure_namespace("portcullis-system");
-}
-
 fn apply(yaml: &str) -> String {
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], yaml))
 }
@@ -81,7 +69,7 @@ async fn allowed_by(replica: &Webhook, namespace: &str, key: &str) -> bool {
 
 #[tokio::test]
 async fn policies_are_objects_with_status_that_means_in_force() {
-    install();
+    cluster().install_kinds();
     let client = cluster().client().await;
     let case = unique("objects");
     let (team, other) = (format!("{case}-team"), format!("{case}-other"));

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use portcullis_e2e::webhook::{Kind, Webhook};
-use portcullis_e2e::{cluster, ok, repo};
+use portcullis_e2e::{cluster, ok};
 
 const POLICIES: usize = 1000;
 
@@ -18,14 +18,7 @@ fn resident_kib(pid: u32) -> u64 {
 
 #[tokio::test]
 async fn a_thousand_policies_applied_at_once_all_become_ready() {
-    ok(cluster().kubectl(&[
-        "apply",
-        "--server-side",
-        "-k",
-        repo().join("deploy/base/crds").to_str().expect("a UTF-8 path"),
-    ]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
-    cluster().ensure_namespace("portcullis-system");
+    cluster().install_kinds();
     let validator = Webhook::start_watching(Kind::Validator, &[]).await;
     let idle = resident_kib(validator.pid());
     let documents: Vec<String> = (0..POLICIES)

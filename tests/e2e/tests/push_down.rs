@@ -18,17 +18,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, config_map_review, eventually, ok, repo, unique};
+use portcullis_e2e::{cluster, config_map_review, eventually, ok, unique};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(90);
-
-fn install() {
-    let crds = repo().join("deploy/base/crds");
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
-    cluster().ensure_namespace("portcullis-system");
-}
 
 fn apply(yaml: &str) {
     ok(cluster().kubectl_stdin(&["apply", "-f", "-"], yaml));
@@ -114,7 +107,7 @@ impl Load {
 
 #[tokio::test]
 async fn policies_are_pushed_down_and_back_with_no_gap() {
-    install();
+    cluster().install_kinds();
     let client = cluster().client().await;
     let case = unique("pushdown");
     namespace(&client, &case, &[("e2e.portcullis.dev/case", &case)]).await;

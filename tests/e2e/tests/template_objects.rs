@@ -5,7 +5,7 @@
 //! plane: its injector is the only replica reporting.
 
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
-use portcullis_e2e::{cluster, ok, repo, unique};
+use portcullis_e2e::{cluster, ok, unique};
 use serde_json::Value;
 
 fn apply(yaml: &str) {
@@ -41,10 +41,7 @@ fn proxy_image(pod: &Value) -> Option<&str> {
 
 #[tokio::test]
 async fn templates_are_objects_in_force_once_ready() {
-    let crds = repo().join("deploy/base/crds");
-    ok(cluster().kubectl(&["apply", "--server-side", "-k", crds.to_str().expect("a UTF-8 path")]));
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]));
-    cluster().ensure_namespace("portcullis-system");
+    cluster().install_kinds();
     let client = cluster().client().await;
     let injector = Webhook::start_watching(Kind::Injector, &[]).await;
     let ns = unique("templates");
