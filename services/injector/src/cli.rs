@@ -59,6 +59,15 @@ pub struct Serve {
     #[clap(flatten)]
     #[allow(missing_docs)]
     pub resources: ResourceArgs,
+    /// Keep Namespaces in memory (list/watch), for the CEL mutations'
+    /// `namespaceSelector` and `namespaceObject`, and, with `--config`,
+    /// the parameter objects their `paramKind` names. Uses the in-cluster
+    /// service account or KUBECONFIG, when there is one. Without it, an
+    /// entry that needs a namespace follows its failure policy, and with
+    /// `--config` those with a `paramKind` find no parameter objects
+    /// (their `parameterNotFoundAction` decides).
+    #[arg(long, env = "PORTCULLIS_WATCH_NAMESPACES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_namespaces: bool,
     /// The namespace Portcullis runs in: where this replica's
     /// `WebhookReplica` report and the status Lease live.
     #[arg(long, env = "PORTCULLIS_NAMESPACE", default_value = portcullis_admission::names::DEFAULT_NAMESPACE)]

@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use portcullis_admission::native_match::{KnownNamespaces, ManifestNamespaces};
 use portcullis_known::namespaces::WatchedNamespaces;
 use portcullis_known::params::WatchedParams;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
+use portcullis_server::admin::ready_once;
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 use tokio_util::sync::CancellationToken;
@@ -14,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::Serve;
 use crate::cluster::Catalogs;
 use crate::config::{CelBounds, Config};
+use crate::native::own::CompiledMutation;
 use crate::webhook::Injector;
 use portcullis_cel::workers::Workers;
 
@@ -35,7 +38,7 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
     let initial = watch::read_all(&paths).context("reading the injector configuration")?;
     let config = parse(&initial).context("the injector configuration is invalid")?;
     log_config("configuration loaded", &config);
-    let cluster = file_mode_cluster(&config, &shutdown).await;
+    let cluster = if args.watch_namespaces { file_mode_cluster(&config, &shutdown).await } else { None };
     let mut injector = Injector::bounded(config, CelBounds::from_args(&args.cel), Some(workers(&args)?));
     if let Some((namespaces, params)) = &cluster {
         injector = injector.knowing(Arc::new(namespaces.clone()), params.clone());
@@ -52,17 +55,18 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         target.set_config(c);
     });
     // Ready once the namespaces and the CEL mutations' parameter objects
-    // are in memory (the files are the whole configuration).
-    let ready = Arc::new(move || cluster.as_ref().is_none_or(|(n, p)| n.is_ready() && p.is_ready()));
+    // are first in memory (the files are the whole configuration).
+    let ready = ready_once(move || cluster.as_ref().is_none_or(|(n, p)| n.is_ready() && p.is_ready()));
     serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await?;
     Ok(())
 }
 
-/// With files, the namespaces (for the CEL mutations' `namespaceSelector`)
-/// and the parameter objects their `paramKind` names are watched when the
-/// Kubernetes API is configured (in a cluster, or a kubeconfig); without
-/// it none are known: a `namespaceSelector` fails by the mutation's
-/// failure policy, and `parameterNotFoundAction` decides, as in `mutate`.
+/// With files, the namespaces (for the CEL mutations' `namespaceSelector`
+/// and `namespaceObject`) and the parameter objects their `paramKind`
+/// names are watched when the Kubernetes API is configured (in a cluster,
+/// or a kubeconfig); without it none are known: an entry that needs a
+/// namespace fails by its failure policy, and `parameterNotFoundAction`
+/// decides, as in `mutate`.
 async fn file_mode_cluster(
     config: &Config,
     shutdown: &CancellationToken,
@@ -75,8 +79,13 @@ async fn file_mode_cluster(
             Some((namespaces, params))
         }
         Err(err) => {
-            tracing::info!(error = %portcullis_telemetry::error_chain(&err), "no Kubernetes API configured: \
-                CEL mutations know no namespace and no parameter object");
+            let needs =
+                !config.param_kinds().is_empty() || config.mutations.iter().any(CompiledMutation::needs_namespaces);
+            if needs {
+                tracing::warn!(error = %portcullis_telemetry::error_chain(&err), "no Kubernetes API configured: \
+                    CEL mutations know no namespace and no parameter object, and those that need one fail by \
+                    their failure policy (or their parameterNotFoundAction decides)");
+            }
             None
         }
     }
@@ -88,10 +97,14 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let client = kube::Client::try_default()
         .await
         .context(Hinted::new("connecting to the Kubernetes API to watch the templates", KUBECONFIG_HINT))?;
-    let namespaces = WatchedNamespaces::start(client.clone(), shutdown.clone());
+    let namespaces = args.watch_namespaces.then(|| WatchedNamespaces::start(client.clone(), shutdown.clone()));
     let params = WatchedParams::new(client.clone(), shutdown.clone());
+    let known: Arc<dyn KnownNamespaces> = match &namespaces {
+        Some(watched) => Arc::new(watched.clone()),
+        None => Arc::new(ManifestNamespaces::EMPTY),
+    };
     let injector = Injector::bounded(Config::default(), CelBounds::from_args(&args.cel), Some(workers(&args)?));
-    let injector = Arc::new(injector.knowing(Arc::new(namespaces.clone()), params.clone()));
+    let injector = Arc::new(injector.knowing(known, params.clone()));
     let resource_metrics = ResourceMetrics::default();
     let metrics = WebhookMetrics::new(|registry| {
         injector.register(registry);
@@ -125,7 +138,7 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     // Ready once the objects are in force and reported, and the namespaces
     // listed (each configuration's status waits for its own paramKind).
     let in_force = loader.ready_check();
-    let ready = Arc::new(move || in_force() && namespaces.is_ready());
+    let ready = Arc::new(move || in_force() && namespaces.as_ref().is_none_or(WatchedNamespaces::is_ready));
     let served = serve_webhook("injector", "/mutate", &args.serve, injector, metrics, ready, shutdown).await;
     loader.retire().await;
     served?;

@@ -69,7 +69,8 @@ pub struct Injector {
     cel: CelBounds,
     /// Where CEL mutations run; `None`: on the caller's thread (offline).
     workers: Option<Arc<Workers>>,
-    /// The namespaces CEL mutations' `namespaceSelector` reads.
+    /// The namespaces CEL mutations' `namespaceSelector` and
+    /// `namespaceObject` read.
     namespaces: Arc<dyn KnownNamespaces>,
     /// Where CEL mutations find their parameter objects.
     params: Arc<dyn ParamSource>,

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use portcullis_cel::workers::Workers;
 use portcullis_process::exit::{Hinted, KUBECONFIG_HINT};
 use portcullis_resources::{Identity, Loader, ResourceMetrics, Swap};
-use portcullis_server::admin::ReadyCheck;
+use portcullis_server::admin::{ReadyCheck, ready_once};
 use portcullis_server::run::{reload_config, serve_webhook};
 use portcullis_server::{WebhookMetrics, shutdown_signal, watch};
 
@@ -110,8 +110,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         // perhaps) cannot hold the whole webhook unready.
         (Source::Files(paths), Some(initial), _) => {
             let params_ready = params.clone();
-            let ready: ReadyCheck =
-                Arc::new(move || namespaces_ready() && params_ready.as_ref().is_none_or(|p| p.is_ready()));
+            // Waited for once: a paramKind a reload adds fails by the
+            // failure policy until listed, on every replica still serving.
+            let ready = ready_once(move || namespaces_ready() && params_ready.as_ref().is_none_or(|p| p.is_ready()));
             let cost_limit = args.policy.cel_cost_limit;
             let parse =
                 move |contents: &watch::Contents| parse(contents, cost_limit, &exception_namespaces, Natives::Refused);

@@ -16,6 +16,23 @@ use crate::metrics::Metrics;
 /// configuration loaded).
 pub type ReadyCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// `check` until it first answers true, then true for good. What must be
+/// in memory before a replica first serves (namespaces, parameter
+/// objects) is waited for once: a kind that a later reload adds is not,
+/// so that a reload cannot take every replica out of service at once
+/// (requests it concerns fail by their failure policy until it is listed,
+/// as in the API server).
+pub fn ready_once(check: impl Fn() -> bool + Send + Sync + 'static) -> ReadyCheck {
+    let listed = std::sync::atomic::AtomicBool::new(false);
+    Arc::new(move || {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !listed.load(Relaxed) && check() {
+            listed.store(true, Relaxed);
+        }
+        listed.load(Relaxed)
+    })
+}
+
 #[derive(Clone)]
 struct AdminState {
     ready: ReadyCheck,
@@ -71,4 +88,23 @@ pub async fn probe(addr: std::net::SocketAddr) -> bool {
         Ok::<_, std::io::Error>(head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
     };
     matches!(tokio::time::timeout(std::time::Duration::from_secs(3), attempt).await, Ok(Ok(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn ready_once_stays_ready() {
+        let listed = Arc::new(AtomicBool::new(false));
+        let source = listed.clone();
+        let ready = ready_once(move || source.load(Ordering::Relaxed));
+        assert!(!ready(), "not yet listed");
+        listed.store(true, Ordering::Relaxed);
+        assert!(ready());
+        listed.store(false, Ordering::Relaxed);
+        assert!(ready(), "a kind added later does not take the replica out of service");
+    }
 }

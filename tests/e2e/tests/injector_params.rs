@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use portcullis_e2e::cleanup::Cleanup;
 use portcullis_e2e::webhook::{Kind, Webhook, namespace};
 use portcullis_e2e::{cluster, eventually, ok, stored_dry_run, unique};
 use serde_json::{Value, json};
@@ -107,7 +108,8 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
     // A ConfigMap per namespace, read by name in the pod's namespace.
     apply(&settings(&ns, "payments"));
     let by_name = "{name: team-settings, parameterNotFoundAction: Deny}";
-    apply(&config("team-label", "v1", "ConfigMap", by_name, "Fail"));
+    let team_label =
+        Cleanup::apply("injectorconfig", "team-label", &config("team-label", "v1", "ConfigMap", by_name, "Fail"));
     ok(cluster().kubectl(&["wait", "--for=condition=Ready", "injectorconfig/team-label", "--timeout=60s"]));
     let first = eventually("the mutation is in force", WAIT, || team(&ns).ok().filter(|t| !t.is_empty())).await;
     assert_eq!(first, "payments");
@@ -127,13 +129,14 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
         ),
         "{denied}"
     );
-    ok(cluster().kubectl(&["delete", "injectorconfig", "team-label"]));
+    drop(team_label);
 
     // A kind the API does not serve: in force, failing by its failure
     // policy (here `Ignore`: the pod is admitted, with a warning), and its
     // status says why.
     let missing = "{name: x, parameterNotFoundAction: Deny}";
-    apply(&config("team-missing", "example.com/v1", "TeamSettings", missing, "Ignore"));
+    let team_missing = config("team-missing", "example.com/v1", "TeamSettings", missing, "Ignore");
+    let team_missing = Cleanup::apply("injectorconfig", "team-missing", &team_missing);
     let said = eventually("the unknown paramKind is reported", WAIT, || {
         Some(reason("injectorconfig/team-missing")).filter(|r| !r.is_empty() && r != "Pending")
     })
@@ -153,10 +156,10 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
     assert!(out.status.success(), "{warned}");
     assert!(warned.contains(r#"mutation "team-missing" was ignored"#), "{warned}");
     assert!(warned.contains("TeamSettings"), "{warned}");
-    ok(cluster().kubectl(&["delete", "injectorconfig", "team-missing"]));
+    drop(team_missing);
 
     // matchConstraints: the namespace's labels (watched), the pod's own.
-    apply(NAMESPACE_TEAM);
+    let _namespace_team = Cleanup::apply("injectorconfig", "namespace-team", NAMESPACE_TEAM);
     ok(cluster().kubectl(&["wait", "--for=condition=Ready", "injectorconfig/namespace-team", "--timeout=60s"]));
     assert_eq!(team_annotation(&ns, json!({})), Ok(String::new()), "the namespace is not selected yet");
     ok(cluster().kubectl(&["label", "namespace", &ns, "team-annotation=on"]));
@@ -170,5 +173,4 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
         team_annotation(&ns, json!({})).ok().filter(|t| t == "billing")
     })
     .await;
-    ok(cluster().kubectl(&["delete", "injectorconfig", "namespace-team"]));
 }

@@ -119,6 +119,11 @@ impl NativeMutation {
     pub fn mutations_folded(&self) -> bool {
         self.mutations.iter().all(|m| m.folded.is_some())
     }
+
+    /// Whether an expression reads `namespaceObject`.
+    pub fn reads_namespace_object(&self) -> bool {
+        self.data_reads.namespace_object.is_some()
+    }
 }
 
 /// Why a MAP or binding could not be taken.

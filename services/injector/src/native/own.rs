@@ -125,6 +125,15 @@ pub struct CompiledMutation {
     pub spec_may_change: bool,
 }
 
+impl CompiledMutation {
+    /// Whether it needs the namespaces: a `namespaceSelector`, or an
+    /// expression reading `namespaceObject`.
+    pub fn needs_namespaces(&self) -> bool {
+        self.spec.match_constraints.as_ref().is_some_and(|c| c.namespace_selector.is_some())
+            || self.compiled.reads_namespace_object()
+    }
+}
+
 impl PartialEq for CompiledMutation {
     fn eq(&self, other: &Self) -> bool {
         self.spec == other.spec

@@ -23,7 +23,7 @@ use crate::apply::{self, Atomics, MergeError, Schemas};
 #[derive(Clone, Copy)]
 #[allow(missing_debug_implementations)] // KnownNamespaces has no Debug
 pub struct Context<'a> {
-    /// The labels of namespaces, for `namespaceSelector`.
+    /// The namespaces, for `namespaceSelector` and `namespaceObject`.
     pub namespaces: &'a dyn KnownNamespaces,
     /// The schemas apply configurations are merged by.
     pub schemas: &'a Schemas,

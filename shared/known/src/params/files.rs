@@ -1,4 +1,4 @@
-//! Parameter objects from files, for `check --params`.
+//! Parameter objects from files, for `check --params` and `mutate --params`.
 
 use serde_json::Value;
 

@@ -127,9 +127,7 @@ impl Params {
         let not_found = spec.parameter_not_found_action.ok_or(ParamSpecError::NoNotFoundAction)?;
         Ok(Some(Self { kind, namespace: spec.namespace.filter(|n| !n.is_empty()), selection, not_found }))
     }
-}
 
-impl Params {
     /// A native policy's `paramKind` with its binding's `paramRef`. A
     /// reference without a kind is not read (`params` is null), as in the
     /// API server.
