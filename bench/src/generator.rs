@@ -6,7 +6,8 @@
 //! `Content-Length` (or its chunks) into a buffer kept for the connection,
 //! and checked (status 200, `"allowed":true`, the request's uid) without
 //! parsing its JSON. No HTTP client library, no pool, no per-request
-//! allocation but the latency kept. Whether it keeps up is not assumed:
+//! allocation but the latency kept, and no sleep while it loads (so that no
+//! answer pays to wake it). Whether it keeps up is not assumed:
 //! `portcullis-bench run` measures it against the bare server first.
 
 use std::net::SocketAddr;
@@ -172,6 +173,28 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     }
 }
 
+/// How long past the load's duration the generator stays awake at most
+/// (its workers' first requests, a slow server's last answers).
+const AWAKE_MARGIN: Duration = Duration::from_secs(30);
+
+/// Keeps the generator's thread from sleeping until `until` (or until
+/// aborted): a task that always yields makes the runtime poll its sockets
+/// without blocking. A generator that sleeps between answers makes every
+/// answer wake it, and that wake-up (an inter-processor interrupt to the
+/// idle core, which on a virtual machine is an exit to the hypervisor) is
+/// done by the kernel in the server's `writev` and counted as the server's
+/// CPU time: on the 2-core development VM it was a fifth of the injector's
+/// CPU per request, and it grows as the server slows down (the slower the
+/// server, the more often the generator waits for it), so it inflated the
+/// slow servers' figures most (docs/BENCHMARKS.md, "the generator stays
+/// awake"). The core is the generator's alone, so spinning on it takes
+/// nothing from the server.
+async fn keep_awake(until: Instant) {
+    while Instant::now() < until {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// `concurrency` workers, each on its own connection with one request in
 /// flight, for `duration` after every worker's untimed first request (which
 /// opens its connection). A connection that fails is counted and opened
@@ -179,6 +202,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration) -> Summary {
     let target = Arc::new(target);
     let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
+    let awake = tokio::spawn(keep_awake(Instant::now() + duration + AWAKE_MARGIN));
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let (target, barrier) = (target.clone(), barrier.clone());
@@ -216,7 +240,9 @@ pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration) 
             })
         })
         .collect();
-    crate::load::gather(workers, duration).await
+    let summary = crate::load::gather(workers, duration).await;
+    awake.abort();
+    summary
 }
 
 #[cfg(test)]
