@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
-use portcullis_known::params::{ParamKind, WatchedParams};
+use portcullis_known::params::{KindRemark, ParamKind, WatchedParams};
 use portcullis_resources::{Catalog, Key, Refusal, Remark, WatchedKind};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -21,11 +21,6 @@ use crate::resources::{InjectionTemplate, InjectorConfig};
 
 const TEMPLATE: &str = "InjectionTemplate";
 const CONFIG: &str = "InjectorConfig";
-/// The reason of a configuration whose CEL mutations read a `paramKind`
-/// the API does not serve.
-const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";
-/// The reason of a configuration not yet judged as it will be.
-const PENDING: &str = "Pending";
 
 /// The watched templates and configurations.
 #[derive(Debug, Clone)]
@@ -108,17 +103,15 @@ impl Catalogs {
 /// What an `InjectorConfig`'s status must say of a `paramKind` its CEL
 /// mutations read, and whether it counts as in force meanwhile.
 fn param_remark(params: &WatchedParams, kind: &ParamKind) -> Option<(Refusal, bool)> {
-    if let Some(why) = params.unknown(kind) {
-        let message = format!(
+    let remark = params.remark(kind)?;
+    let message = match &remark {
+        KindRemark::Unknown(why) => format!(
             "paramKind {kind} of its CEL mutations is not served by the API server ({why}); pods they mutate fail \
              by their failure policy until it is"
-        );
-        return Some((Refusal::new(UNKNOWN_PARAM_KIND, message), true));
-    }
-    if !params.settled(kind) {
-        let message =
-            format!("waiting for the objects of paramKind {kind}, which its CEL mutations read, to be listed");
-        return Some((Refusal::new(PENDING, message), false));
-    }
-    None
+        ),
+        KindRemark::Pending => {
+            format!("waiting for the objects of paramKind {kind}, which its CEL mutations read, to be listed")
+        }
+    };
+    Some((Refusal::new(remark.reason(), message), remark.in_force()))
 }

@@ -37,10 +37,9 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
         let input = portcullis_process::input::read(file).context("reading --params")?;
         objects.extend(manifest::documents(&input).with_context(|| file.display().to_string())?);
     }
-    let (natives, mut namespaces) = read_policies(args)?;
-    // Namespaces given with the parameters feed the selectors too.
-    namespaces.extend(objects.iter().filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1").cloned());
-    let namespaces = Arc::new(ManifestNamespaces::from_documents(&namespaces));
+    let (natives, documents) = read_policies(args)?;
+    // The `Namespace` documents of both feed the selectors and `namespaceObject`.
+    let namespaces = Arc::new(ManifestNamespaces::from_documents(documents.iter().chain(&objects)));
     let params = Arc::new(FileParams::new(objects));
     let injector = if args.config.paths.is_empty() {
         None
@@ -93,7 +92,8 @@ pub fn run(args: &Mutate) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The MAPs (with their bindings) and the `Namespace` documents of `--policy`.
+/// The MAPs (with their bindings) of `--policy`, and all its documents
+/// (the others are `Namespace`s).
 fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Vec<Value>)> {
     let contents = watch::read_all(&args.policies).context("reading the MutatingAdmissionPolicies")?;
     let mut documents = Vec::new();
@@ -119,7 +119,6 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Vec<Valu
     if let Some(first) = errors.into_iter().next() {
         return Err(anyhow::Error::new(first).context("a MutatingAdmissionPolicy is invalid"));
     }
-    documents.retain(|d| d["kind"] == "Namespace");
     Ok((natives, documents))
 }
 

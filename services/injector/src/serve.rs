@@ -113,12 +113,7 @@ async fn run_watching(args: Serve, shutdown: CancellationToken) -> anyhow::Resul
     let catalogs = Catalogs::watch(&client, &shutdown);
     // A paramKind found unknown (or found after all), or first listed,
     // changes what the configurations' status says.
-    let (discovered, changed, stop) = (params.discovered(), catalogs.changed(), shutdown.clone());
-    tokio::spawn(async move {
-        while tokio::select! { () = discovered.notified() => true, () = stop.cancelled() => false } {
-            changed.notify_one();
-        }
-    });
+    params.forward_progress(catalogs.changed());
     let (target, swap_catalogs) = (injector.clone(), catalogs.clone());
     let swap: Swap = Box::new(move || {
         let (config, remarks) = swap_catalogs.config(&params);

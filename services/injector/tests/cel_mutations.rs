@@ -299,6 +299,14 @@ fn the_runtime_budget_stops_a_mutation_and_its_failure_policy_answers(#[case] va
     "mutations[0] (\"a\"): mutations[0].jsonPatch.expression: Required value, and no expression of another patch type"
 )]
 #[case::no_mutations("- name: a\n  mutations: []\n", "mutations: Required value")]
+#[case::match_constraints_without_rules(
+    "- name: a\n  matchConstraints: {objectSelector: {}}\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}}]\n",
+    "mutations[0] (\"a\"): matchConstraints.resourceRules: Required value"
+)]
+#[case::match_constraints_bad_selector(
+    "- name: a\n  matchConstraints: {resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}], namespaceSelector: {matchExpressions: [{key: team, operator: Bogus}]}}\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}}]\n",
+    "mutations[0] (\"a\"): matchConstraints: namespaceSelector"
+)]
 #[case::does_not_compile(
     "- name: a\n  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{'}}]\n",
     "mutations[0].jsonPatch.expression"

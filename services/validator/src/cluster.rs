@@ -14,12 +14,8 @@ use crate::cli::PolicyArgs;
 use crate::exception::Exception;
 use crate::policy::{Policy, PolicySet};
 use crate::resources::{NamespacedValidatorPolicy, PolicyException, ValidatorPolicy};
-use portcullis_known::params::{ParamKind, ParamSource as _, Scope, WatchedParams};
+use portcullis_known::params::{KindRemark, ParamKind, ParamSource as _, Scope, WatchedParams};
 
-/// The reason of a policy whose `paramKind` the API does not serve.
-pub const UNKNOWN_PARAM_KIND: &str = "UnknownParamKind";
-/// The reason of a policy not yet judged as it will be.
-const PENDING: &str = "Pending";
 /// The reason of a namespaced policy reaching beyond its namespace.
 const OUT_OF_NAMESPACE: &str = "OutOfNamespace";
 
@@ -136,16 +132,15 @@ pub enum Reader {
 /// What a policy's status must say of its `paramKind`, and whether the
 /// policy counts as in force meanwhile.
 fn param_remark(params: &WatchedParams, kind: &ParamKind, namespaced: bool) -> Option<(Refusal, bool)> {
-    if let Some(why) = params.unknown(kind) {
-        let message = format!(
-            "spec.paramKind {kind} is not served by the API server ({why}); requests it judges fail by its failure \
-             policy until it is"
-        );
-        return Some((Refusal::new(UNKNOWN_PARAM_KIND, message), true));
-    }
-    if !params.settled(kind) {
-        let message = format!("waiting for the objects of spec.paramKind {kind} to be listed");
-        return Some((Refusal::new(PENDING, message), false));
+    if let Some(remark) = params.remark(kind) {
+        let message = match &remark {
+            KindRemark::Unknown(why) => format!(
+                "spec.paramKind {kind} is not served by the API server ({why}); requests it judges fail by its \
+                 failure policy until it is"
+            ),
+            KindRemark::Pending => format!("waiting for the objects of spec.paramKind {kind} to be listed"),
+        };
+        return Some((Refusal::new(remark.reason(), message), remark.in_force()));
     }
     if namespaced && matches!(params.scope(kind), Ok(Scope::Cluster)) {
         let message = format!(

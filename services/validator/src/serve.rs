@@ -129,14 +129,9 @@ pub async fn run(args: Serve) -> anyhow::Result<()> {
         (_, _, Some(client)) => {
             let catalogs = Catalogs::watch(&client, &args.policy, &shutdown);
             if let Some(params) = &params {
-                // A paramKind found unknown (or found after all) changes
-                // what the policies' status says.
-                let (discovered, changed, stop) = (params.discovered(), catalogs.changed(), shutdown.clone());
-                tokio::spawn(async move {
-                    while tokio::select! { () = discovered.notified() => true, () = stop.cancelled() => false } {
-                        changed.notify_one();
-                    }
-                });
+                // A paramKind found unknown (or found after all), or first
+                // listed, changes what the policies' status says.
+                params.forward_progress(catalogs.changed());
             }
             let swap_catalogs = catalogs.clone();
             let swap: Swap = Box::new(move || {

@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{MatchCondition, MatchResources
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use portcullis_admission::native_match::NativeMatch;
+use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_admission::parts::Parts;
 use portcullis_known::params::{ParamKind, Params};
 
@@ -168,7 +168,9 @@ impl CelMutation {
             binding: String::new(),
             // Unset: what the webhook configuration sends.
             matching: match self.match_constraints.as_ref() {
-                Some(constraints) => Some(NativeMatch::new(Some(constraints), "", None).map_err(|e| fail(e.into()))?),
+                Some(constraints) => {
+                    Some(NativeMatch::new(Some(constraints), "", None).map_err(|e| fail(within_entry(e)))?)
+                }
                 None => None,
             },
             params: Params::from_spec(self.param_kind.clone(), self.param_ref.clone()).map_err(|e| fail(e.into()))?,
@@ -185,4 +187,15 @@ impl CelMutation {
         let spec_may_change = compiled.may_change("spec");
         Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled), pod_parts, spec_may_change })
     }
+}
+
+/// A `matchConstraints` problem named by the entry's own field: the
+/// shared matcher speaks of a MutatingAdmissionPolicy's
+/// `spec.matchConstraints`.
+fn within_entry(error: MatchError) -> Problem {
+    let (field, why) = match error {
+        MatchError::NoRules => ("matchConstraints.resourceRules", "Required value".to_owned()),
+        other => ("matchConstraints", other.to_string()),
+    };
+    Problem::Invalid { field: field.to_owned(), why }
 }

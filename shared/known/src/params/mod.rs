@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use files::FileParams;
-pub use watched::WatchedParams;
+pub use watched::{KindRemark, WatchedParams};
 
 /// The kind of the parameter objects: `paramKind`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema)]

@@ -39,7 +39,8 @@ pub struct WatchedParams {
 /// found after all, or first listed.
 #[derive(Debug, Default)]
 struct Progress {
-    /// For the policies' status, which says so: one waiter.
+    /// For the status of what reads the kinds, which says so: one waiter
+    /// ([`WatchedParams::forward_progress`]).
     discovered: Arc<tokio::sync::Notify>,
     /// For every waiter until all kinds are listed ([`WatchedParams::listed`]).
     changed: tokio::sync::watch::Sender<()>,
@@ -76,6 +77,35 @@ enum State {
     Watching { resource: ApiResource, scope: Scope, store: Store<DynamicObject> },
 }
 
+/// What the status of something reading a `paramKind` says while the kind
+/// is not listed ([`WatchedParams::remark`]); each service words the
+/// message, the reason and whether the reader is in force are these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KindRemark {
+    /// Discovery says the API does not serve the kind (why). What reads it
+    /// is in force meanwhile, failing by its failure policy, as in the API
+    /// server.
+    Unknown(String),
+    /// The kind is not yet discovered or not yet listed: what reads it is
+    /// not yet judged as it will be.
+    Pending,
+}
+
+impl KindRemark {
+    /// The status condition's reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Unknown(_) => "UnknownParamKind",
+            Self::Pending => "Pending",
+        }
+    }
+
+    /// Whether what reads the kind counts as in force meanwhile.
+    pub fn in_force(&self) -> bool {
+        matches!(self, Self::Unknown(_))
+    }
+}
+
 impl WatchedParams {
     /// Nothing watched yet; watches run until `shutdown`.
     pub fn new(client: kube::Client, shutdown: CancellationToken) -> Arc<Self> {
@@ -108,33 +138,28 @@ impl WatchedParams {
         }
     }
 
-    /// Woken when discovery finds a kind unknown, or finds it after all,
-    /// and when a kind's objects are first listed.
-    pub fn discovered(&self) -> Arc<tokio::sync::Notify> {
-        self.progress.discovered.clone()
-    }
-
-    /// Whether `kind`'s objects are listed (or it is known not to exist):
-    /// a policy reading it is then judged as it will be.
-    pub fn settled(&self, kind: &ParamKind) -> bool {
-        let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        kinds.get(kind).is_some_and(|watched| {
-            match &*watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
-                State::Discovering => false,
-                State::Unknown(_) => true,
-                State::Watching { .. } => watched.synced.load(Ordering::Relaxed),
+    /// Wakes `changed` (until shutdown) whenever what [`WatchedParams::remark`]
+    /// says may have changed: discovery found a kind unknown, or found it
+    /// after all, or a kind was first listed. For the status of what reads
+    /// the kinds, rebuilt on `changed`.
+    pub fn forward_progress(&self, changed: Arc<tokio::sync::Notify>) {
+        let (discovered, stop) = (self.progress.discovered.clone(), self.shutdown.clone());
+        tokio::spawn(async move {
+            while tokio::select! { () = discovered.notified() => true, () = stop.cancelled() => false } {
+                changed.notify_one();
             }
-        })
+        });
     }
 
-    /// Why `kind` is not served by the API, if discovery says so.
-    pub fn unknown(&self, kind: &ParamKind) -> Option<String> {
+    /// What the status of a policy (or configuration) reading `kind` must
+    /// say of it: nothing once its objects are listed.
+    pub fn remark(&self, kind: &ParamKind) -> Option<KindRemark> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let watched = kinds.get(kind)?;
-        let state = watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match &*state {
-            State::Unknown(why) => Some(why.clone()),
-            _ => None,
+        let Some(watched) = kinds.get(kind) else { return Some(KindRemark::Pending) };
+        match &*watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            State::Unknown(why) => Some(KindRemark::Unknown(why.clone())),
+            State::Watching { .. } if watched.synced.load(Ordering::Relaxed) => None,
+            State::Discovering | State::Watching { .. } => Some(KindRemark::Pending),
         }
     }
 
