@@ -12,6 +12,7 @@ use portcullis_admission::parts::Parts;
 use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_cel::workers::Workers;
 use portcullis_known::Cluster;
+use portcullis_known::namespaces::wait_for_namespace;
 use portcullis_known::params::{NoParams, ParamSource};
 use portcullis_server::webhook::Webhook;
 use portcullis_telemetry::error_chain;
@@ -22,6 +23,7 @@ use prometheus_client::registry::Registry;
 
 use crate::config::{CelBounds, Config};
 use crate::mutate::mutate_by;
+use crate::native::own::CompiledMutation;
 use crate::pod;
 
 /// Label of `portcullis_injector_injections_total`: template names come
@@ -45,11 +47,16 @@ struct CelLabels {
 struct InForce {
     config: Arc<Config>,
     parts: Arc<Parts>,
+    /// Whether a CEL mutation reads the namespaces (a `namespaceSelector`
+    /// or `namespaceObject`): a request then waits for its namespace to
+    /// reach the watch.
+    reads_namespaces: bool,
 }
 
 impl InForce {
     fn new(config: Config) -> Self {
-        Self { parts: pod::parts_for(&config), config: Arc::new(config) }
+        let reads_namespaces = config.mutations.iter().any(CompiledMutation::needs_namespaces);
+        Self { parts: pod::parts_for(&config), config: Arc::new(config), reads_namespaces }
     }
 }
 
@@ -165,10 +172,15 @@ impl Webhook for Injector {
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
         // One configuration for the whole decision; with CEL mutations, on
         // the workers, their timeout counted from the request's arrival
-        // (time in the queue included).
-        let config = self.config();
-        let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
+        // (time in the queue included) or, when it waited for its
+        // namespace, from the end of that wait.
+        let in_force = self.in_force.load();
+        let (config, reads_namespaces) = (in_force.config.clone(), in_force.reads_namespaces);
         async move {
+            if reads_namespaces {
+                wait_for_namespace(&*self.namespaces, &req).await;
+            }
+            let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
             let Some((arrival, workers)) = cel else { return self.decide_with(&req, &config, None) };
             // The future runs in the request's span; the job continues it.
             let span = tracing::Span::current();

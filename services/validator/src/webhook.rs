@@ -17,6 +17,7 @@ use prometheus_client::registry::Registry;
 
 use crate::evaluate::{Cluster, Evaluation, Exempted, KnownNamespaces, Settings, decide, evaluate};
 use crate::policy::{Action, PolicySet};
+use portcullis_known::namespaces::wait_for_namespace;
 use portcullis_known::params::{NoParams, ParamSource};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -172,10 +173,12 @@ impl Validator {
 
 impl Webhook for Validator {
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
-        // The deadline counts from arrival, time in the queue included.
-        let deadline = self.deadline();
         let span = tracing::Span::current();
         async move {
+            wait_for_namespace(&*self.namespaces, &req).await;
+            // The deadline counts from arrival (or the end of the wait for
+            // the namespace), time in the queue included.
+            let deadline = self.deadline();
             let validator = self.clone();
             let job = move || span.in_scope(|| validator.review(&req, deadline).0);
             self.workers.run(job).await.unwrap_or_else(|err| {

@@ -6,7 +6,9 @@
 //! out by default.
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
 use serde_json::{Value, json};
@@ -24,7 +26,21 @@ pub trait KnownNamespaces: Send + Sync {
     /// ([`namespace_object`]), or `None` when it is not known. Shared: a
     /// source reduces each namespace once, not once per request.
     fn object(&self, name: &str) -> Option<Arc<Value>>;
+
+    /// Waits, at most `within`, for namespace `name` to be known: for a
+    /// request that reached the webhook before its source learned of the
+    /// namespace (created just before, on a watch that has not delivered
+    /// it yet; the API server would look it up). `true` once known. The
+    /// default, for sources that learn of no namespace beyond those they
+    /// hold, answers at once.
+    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> Arrival<'a> {
+        let _ = within;
+        Box::pin(std::future::ready(self.object(name).is_some()))
+    }
 }
+
+/// What [`KnownNamespaces::arrival`] returns.
+pub type Arrival<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
 /// Namespaces known by their labels alone, a function of the name (tests
 /// and fuzzing): `namespaceObject` is the name and the labels, no spec and

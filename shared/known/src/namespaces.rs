@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Namespace;
@@ -17,7 +18,31 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use portcullis_admission::native_match::{KnownNamespaces, namespace_object};
+use portcullis_admission::Request;
+use portcullis_admission::native_match::{Arrival, KnownNamespaces, namespace_object};
+
+/// How long a request waits for its namespace to reach the watch
+/// ([`wait_for_namespace`]); well within the 5 s `timeoutSeconds` of the
+/// shipped webhook configurations.
+pub const NAMESPACE_WAIT: Duration = Duration::from_secs(1);
+
+/// Until the namespace of `req` is known to `namespaces`, at most
+/// [`NAMESPACE_WAIT`]; at once when `req` has no namespace or it is known.
+/// A namespaced object is admitted only in a namespace the API server
+/// already has, so one the watch does not know yet is on its way (created
+/// just before, as `kubectl apply` of a namespace and its workloads
+/// does): waiting for it gives the verdict the API server's own lookup
+/// would. One still unknown after the wait is decided as before: a
+/// policy needing it fails by its failure policy.
+pub async fn wait_for_namespace(namespaces: &dyn KnownNamespaces, req: &Request) {
+    let Some(name) = req.inner.namespace.as_deref().filter(|n| !n.is_empty()) else { return };
+    if namespaces.object(name).is_some() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let known = namespaces.arrival(name, NAMESPACE_WAIT).await;
+    tracing::debug!(namespace = name, known, waited = ?started.elapsed(), "waited for the namespace to be watched");
+}
 
 /// The watched Namespaces.
 #[derive(Debug, Clone)]
@@ -28,6 +53,9 @@ pub struct WatchedNamespaces {
     /// several concurrent waiters (its oneshot keeps one waker), so every
     /// other waiter waits on this instead.
     ready: watch::Receiver<bool>,
+    /// Marked changed whenever a namespace is stored (added or changed),
+    /// for requests waiting for theirs ([`KnownNamespaces::arrival`]).
+    arrivals: watch::Receiver<()>,
 }
 
 impl WatchedNamespaces {
@@ -40,6 +68,7 @@ impl WatchedNamespaces {
             .default_backoff()
             .applied_objects();
         let (listed, ready) = watch::channel(false);
+        let (arrived, arrivals) = watch::channel(());
         let waiting = store.clone();
         tokio::spawn(async move {
             if waiting.wait_until_ready().await.is_ok() {
@@ -52,7 +81,9 @@ impl WatchedNamespaces {
             loop {
                 tokio::select! {
                     item = stream.next() => match item {
-                        Some(Ok(_)) => {}
+                        Some(Ok(_)) => {
+                            arrived.send_replace(());
+                        }
                         Some(Err(err)) => tracing::warn!(error = %error_chain(&err), "namespace watch failed; retrying with backoff"),
                         None => return,
                     },
@@ -60,7 +91,7 @@ impl WatchedNamespaces {
                 }
             }
         });
-        Self { store, ready }
+        Self { store, ready, arrivals }
     }
 
     /// Whether the first list has arrived.
@@ -85,6 +116,24 @@ impl KnownNamespaces for WatchedNamespaces {
 
     fn object(&self, name: &str) -> Option<Arc<Value>> {
         Some(self.store.get(&ObjectRef::new(name))?.object.clone())
+    }
+
+    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> Arrival<'a> {
+        Box::pin(async move {
+            // Subscribed before looking, so that no arrival is missed between.
+            let mut arrivals = self.arrivals.clone();
+            arrivals.borrow_and_update();
+            let (key, deadline) = (ObjectRef::new(name), tokio::time::Instant::now() + within);
+            loop {
+                if self.store.get(&key).is_some() {
+                    return true;
+                }
+                // Past the deadline, or the watch stopped: not known.
+                if !matches!(tokio::time::timeout_at(deadline, arrivals.changed()).await, Ok(Ok(()))) {
+                    return false;
+                }
+            }
+        })
     }
 }
 
@@ -144,5 +193,43 @@ impl kube::Resource for Reduced {
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn namespace(name: &str) -> Reduced {
+        Reduced {
+            metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+            object: Arc::default(),
+        }
+    }
+
+    /// A request whose namespace the watch delivers while it waits goes on
+    /// as soon as it is stored; one for a namespace never delivered goes on
+    /// after the wait, not knowing it.
+    #[tokio::test]
+    async fn a_request_waits_for_its_namespace_to_reach_the_watch() {
+        let (store, mut writer) = reflector::store::<Reduced>();
+        let (_listed, ready) = watch::channel(true);
+        let (arrived, arrivals) = watch::channel(());
+        let namespaces = WatchedNamespaces { store, ready, arrivals };
+        let waiting = tokio::spawn({
+            let namespaces = namespaces.clone();
+            async move { namespaces.arrival("team-a", Duration::from_secs(60)).await }
+        });
+        // Another namespace arriving does not end the wait.
+        tokio::task::yield_now().await;
+        writer.apply_watcher_event(&watcher::Event::Apply(namespace("team-b")));
+        arrived.send_replace(());
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "still waiting for team-a");
+        writer.apply_watcher_event(&watcher::Event::Apply(namespace("team-a")));
+        arrived.send_replace(());
+        assert!(waiting.await.expect("the waiting task"), "team-a known once stored");
+        assert!(namespaces.arrival("team-a", Duration::ZERO).await, "known at once now");
+        assert!(!namespaces.arrival("never", Duration::from_millis(20)).await);
     }
 }

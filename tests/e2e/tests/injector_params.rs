@@ -6,7 +6,8 @@
 //! deleted one denies with the API server's words, and a kind the API does
 //! not serve is reported in the configuration's status; and an entry's
 //! `matchConstraints` selects pods by their namespace's labels and their
-//! own, its expression reading `namespaceObject`. Its own control plane:
+//! own, its expression reading `namespaceObject`, even for a pod created
+//! with its namespace, before the watch has it. Its own control plane:
 //! its injector is the only replica reporting.
 
 use std::time::Duration;
@@ -173,4 +174,23 @@ async fn cel_mutations_read_their_namespaces_parameters_and_follow_their_changes
         team_annotation(&ns, json!({})).ok().filter(|t| t == "billing")
     })
     .await;
+
+    // A namespace and its pod created together, as `kubectl apply` of a
+    // directory does: the pod may reach the injector before the
+    // namespace reaches its watch. It waits for the namespace, as the API
+    // server would look it up, instead of failing by the failure policy.
+    for i in 0..10 {
+        let fresh = format!("{ns}-new-{i}");
+        let _gone = Cleanup::of("namespace", &fresh);
+        let labels = json!({"e2e.portcullis.dev/case": ns, "portcullis.dev/inject": "enabled",
+                            "team-annotation": "on", "team": format!("fresh-{i}")});
+        let mut pod = pod();
+        pod["metadata"]["namespace"] = fresh.clone().into();
+        let both = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fresh, "labels": labels}}, pod]});
+        ok(cluster().kubectl_stdin(&["create", "-f", "-"], &both.to_string()));
+        let path = r#"jsonpath={.metadata.annotations.example\.com/team}"#;
+        let annotation = ok(cluster().kubectl(&["get", "pod", "web", "-n", &fresh, "-o", path]));
+        assert_eq!(annotation, format!("fresh-{i}"), "the pod created with namespace {fresh}");
+    }
 }
