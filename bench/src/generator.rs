@@ -6,9 +6,10 @@
 //! `Content-Length` (or its chunks) into a buffer kept for the connection,
 //! and checked (status 200, `"allowed":true`, the request's uid) without
 //! parsing its JSON. No HTTP client library, no pool, no per-request
-//! allocation but the latency kept, and no sleep while it loads (so that no
-//! answer pays to wake it). Whether it keeps up is not assumed:
-//! `portcullis-bench run` measures it against the bare server first.
+//! allocation but the latency kept, and, on a core of its own, no sleep
+//! while it loads (so that no answer pays to wake it). Whether it keeps up
+//! is not assumed: `portcullis-bench run` measures it against the bare
+//! server first.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -187,8 +188,9 @@ const AWAKE_MARGIN: Duration = Duration::from_secs(30);
 /// CPU per request, and it grows as the server slows down (the slower the
 /// server, the more often the generator waits for it), so it inflated the
 /// slow servers' figures most (docs/BENCHMARKS.md, "the generator stays
-/// awake"). The core is the generator's alone, so spinning on it takes
-/// nothing from the server.
+/// awake"). Only when the core is the generator's alone (`--stay-awake`,
+/// which `portcullis-bench run` passes when it pins the load with
+/// `taskset`), so that spinning on it takes nothing from the server.
 async fn keep_awake(until: Instant) {
     while Instant::now() < until {
         tokio::task::yield_now().await;
@@ -199,10 +201,10 @@ async fn keep_awake(until: Instant) {
 /// flight, for `duration` after every worker's untimed first request (which
 /// opens its connection). A connection that fails is counted and opened
 /// again.
-pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration) -> Summary {
+pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration, stay_awake: bool) -> Summary {
     let target = Arc::new(target);
     let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
-    let awake = tokio::spawn(keep_awake(Instant::now() + duration + AWAKE_MARGIN));
+    let awake = stay_awake.then(|| tokio::spawn(keep_awake(Instant::now() + duration + AWAKE_MARGIN)));
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let (target, barrier) = (target.clone(), barrier.clone());
@@ -241,7 +243,9 @@ pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration) 
         })
         .collect();
     let summary = crate::load::gather(workers, duration).await;
-    awake.abort();
+    if let Some(awake) = awake {
+        awake.abort();
+    }
     summary
 }
 

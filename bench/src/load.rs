@@ -29,6 +29,11 @@ pub(crate) struct Args {
     /// Keep-alive connections, each with one request in flight.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Never sleep while loading (spin on the core): only when that core
+    /// is the generator's alone (`taskset`), so that no answer pays to
+    /// wake it and no server loses CPU to it.
+    #[arg(long)]
+    stay_awake: bool,
 }
 
 /// What one measurement gave.
@@ -152,7 +157,8 @@ pub(crate) fn summarise(mut latencies: Vec<u32>, failures: u64, duration: Durati
 /// prints the [`Summary`] as one JSON line.
 pub(crate) async fn main(args: Args) -> anyhow::Result<()> {
     let target = crate::generator::Target::new(&args.url, &std::fs::read(&args.ca)?, &std::fs::read(&args.body)?)?;
-    let summary = crate::generator::run(target, args.concurrency, Duration::from_secs_f64(args.seconds)).await;
+    let summary =
+        crate::generator::run(target, args.concurrency, Duration::from_secs_f64(args.seconds), args.stay_awake).await;
     println!("{}", serde_json::to_string(&summary)?);
     Ok(())
 }

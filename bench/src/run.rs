@@ -343,6 +343,9 @@ fn load_process(args: &Args, files: &Files, url: &str, core: Option<usize>) -> a
         .arg(files.path("review.json"));
     command.args(["--seconds", &args.webhook_seconds.to_string()]);
     command.args(["--concurrency", &args.webhook_concurrency.to_string()]);
+    if core.is_some() {
+        command.arg("--stay-awake");
+    }
     let out = command.output()?;
     anyhow::ensure!(out.status.success(), "load failed: {}", String::from_utf8_lossy(&out.stderr));
     Ok(serde_json::from_slice(&out.stdout)?)

@@ -110,6 +110,14 @@ pub enum Matching {
 }
 
 impl Matching {
+    /// Whether matching reads the namespaces (a `namespaceSelector`).
+    pub fn reads_namespaces(&self) -> bool {
+        match self {
+            Self::Portcullis(m) => m.namespace_selector.is_some(),
+            Self::Native(n) => n.reads_namespaces(),
+        }
+    }
+
     /// Whether the policy applies to `req` (see [`Match::applies`] and
     /// [`NativeMatch::applies`]).
     pub fn applies(

@@ -398,6 +398,10 @@ pub struct PolicySet {
     /// What the API server accepts in a native policy and a
     /// `ValidatorPolicy` may not do (an estimated cost over the limit).
     pub warnings: Vec<String>,
+    /// Whether a policy reads the namespaces (a `namespaceSelector`, or
+    /// `namespaceObject`): a request then waits for its namespace to reach
+    /// the watch.
+    pub reads_namespaces: bool,
 }
 
 impl PolicySet {
@@ -406,7 +410,9 @@ impl PolicySet {
     pub fn assemble(policies: Vec<Arc<Policy>>, exceptions: Vec<Arc<Exception>>) -> Self {
         let mut cel_reads = DataReads::default();
         policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
-        Self { policies, exceptions, cel_reads, warnings: Vec::new() }
+        let reads_namespaces =
+            cel_reads.namespace_object.is_some() || policies.iter().any(|p| p.matching.reads_namespaces());
+        Self { policies, exceptions, cel_reads, warnings: Vec::new(), reads_namespaces }
     }
 
     /// Parses, checks and compiles every document of every source, with

@@ -175,7 +175,9 @@ impl Webhook for Validator {
     fn decision(self: Arc<Self>, req: Arc<Request>) -> impl Future<Output = Decision> + Send + 'static {
         let span = tracing::Span::current();
         async move {
-            wait_for_namespace(&*self.namespaces, &req).await;
+            if self.policies.load().reads_namespaces {
+                wait_for_namespace(&*self.namespaces, &req).await;
+            }
             // The deadline counts from arrival (or the end of the wait for
             // the namespace), time in the queue included.
             let deadline = self.deadline();

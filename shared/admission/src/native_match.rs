@@ -129,7 +129,7 @@ impl ManifestNamespaces {
     /// No namespace known.
     pub const EMPTY: Self = Self(BTreeMap::new());
 
-    /// The `Namespace` objects among `documents`, reduced as
+    /// The `Namespace` objects (`v1`) among `documents`, reduced as
     /// [`namespace_object`] reduces them, each labelled
     /// `kubernetes.io/metadata.name` and, unless it says otherwise, with
     /// the `kubernetes` finalizer and the `Active` phase, as the API server
@@ -137,7 +137,7 @@ impl ManifestNamespaces {
     pub fn from_documents<'a>(documents: impl IntoIterator<Item = &'a Value>) -> Self {
         let namespaces = documents
             .into_iter()
-            .filter(|o| o["kind"] == "Namespace")
+            .filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1")
             .filter_map(|o| {
                 let name = o.pointer("/metadata/name")?.as_str()?.to_owned();
                 let mut object = namespace_object(o);
@@ -272,6 +272,14 @@ impl NativeMatch {
         }
         let binding_constraints = narrowed.map(Constraints::from_spec).transpose()?;
         Ok(Self { binding: binding.to_owned(), policy, binding_constraints })
+    }
+
+    /// Whether deciding if the policy applies reads the namespaces (a
+    /// `namespaceSelector` on the policy or the binding).
+    pub fn reads_namespaces(&self) -> bool {
+        std::iter::once(&self.policy)
+            .chain(&self.binding_constraints)
+            .any(|c| c.namespace_selector != LabelSelector::default())
     }
 
     /// Whether the policy, through this binding, judges `req`; `Err` when
@@ -480,8 +488,10 @@ mod tests {
                         "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
         );
         assert_eq!(namespaces.labels("shop").map(|l| l.len()), Some(1));
-        let sparse = [json!({"kind": "Namespace", "metadata": {"name": "lab", "labels": null}, "spec": null,
-                             "status": {"phase": "Terminating"}})];
+        let sparse = [
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lab", "labels": null}, "spec": null,
+                             "status": {"phase": "Terminating"}}),
+        ];
         let sparse = ManifestNamespaces::from_documents(&sparse).object("lab").expect("kept");
         assert_eq!(sparse["spec"], json!({"finalizers": ["kubernetes"]}));
         assert_eq!(sparse["status"], json!({"phase": "Terminating"}));

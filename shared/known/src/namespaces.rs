@@ -22,8 +22,10 @@ use portcullis_admission::Request;
 use portcullis_admission::native_match::{Arrival, KnownNamespaces, namespace_object};
 
 /// How long a request waits for its namespace to reach the watch
-/// ([`wait_for_namespace`]); well within the 5 s `timeoutSeconds` of the
-/// shipped webhook configurations.
+/// ([`wait_for_namespace`]). The CEL deadline (`--cel-timeout`, 250 ms by
+/// default) counts from the end of the wait, so a request can take this
+/// plus that: well within the 5 s `timeoutSeconds` of the shipped webhook
+/// configurations while `--cel-timeout` stays under about 4 s.
 pub const NAMESPACE_WAIT: Duration = Duration::from_secs(1);
 
 /// Until the namespace of `req` is known to `namespaces`, at most
@@ -35,6 +37,13 @@ pub const NAMESPACE_WAIT: Duration = Duration::from_secs(1);
 /// would. One still unknown after the wait is decided as before: a
 /// policy needing it fails by its failure policy.
 pub async fn wait_for_namespace(namespaces: &dyn KnownNamespaces, req: &Request) {
+    // A Namespace's request names the namespace itself, which does not
+    // exist before its CREATE is admitted and is never its own
+    // `namespaceObject`.
+    let kind = &req.inner.kind;
+    if kind.group.is_empty() && kind.kind == "Namespace" {
+        return;
+    }
     let Some(name) = req.inner.namespace.as_deref().filter(|n| !n.is_empty()) else { return };
     if namespaces.object(name).is_some() {
         return;
@@ -53,7 +62,7 @@ pub struct WatchedNamespaces {
     /// several concurrent waiters (its oneshot keeps one waker), so every
     /// other waiter waits on this instead.
     ready: watch::Receiver<bool>,
-    /// Marked changed whenever a namespace is stored (added or changed),
+    /// Marked changed whenever the store takes namespaces in ([`tell`]),
     /// for requests waiting for theirs ([`KnownNamespaces::arrival`]).
     arrivals: watch::Receiver<()>,
 }
@@ -64,11 +73,13 @@ impl WatchedNamespaces {
         // Whole objects: `namespaceObject` has their spec and status.
         let api = kube::Api::<Namespace>::all(client);
         let (store, writer) = reflector::store();
+        let (arrived, arrivals) = watch::channel(());
+        // The reflector has stored each event when it passes it on.
         let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).map_ok(reduce))
+            .inspect_ok(move |event| tell(event, &arrived))
             .default_backoff()
             .applied_objects();
         let (listed, ready) = watch::channel(false);
-        let (arrived, arrivals) = watch::channel(());
         let waiting = store.clone();
         tokio::spawn(async move {
             if waiting.wait_until_ready().await.is_ok() {
@@ -81,9 +92,7 @@ impl WatchedNamespaces {
             loop {
                 tokio::select! {
                     item = stream.next() => match item {
-                        Some(Ok(_)) => {
-                            arrived.send_replace(());
-                        }
+                        Some(Ok(_)) => {}
                         Some(Err(err)) => tracing::warn!(error = %error_chain(&err), "namespace watch failed; retrying with backoff"),
                         None => return,
                     },
@@ -134,6 +143,16 @@ impl KnownNamespaces for WatchedNamespaces {
                 }
             }
         })
+    }
+}
+
+/// Tells the requests waiting for a namespace that the store has taken
+/// some in: a namespace added or changed, or a (re)list complete. The
+/// objects of a list reach the store all at once, at its end, not as
+/// they arrive.
+fn tell(event: &watcher::Event<Reduced>, arrived: &watch::Sender<()>) {
+    if matches!(event, watcher::Event::Apply(_) | watcher::Event::InitDone) {
+        arrived.send_replace(());
     }
 }
 
@@ -207,29 +226,83 @@ mod tests {
         }
     }
 
-    /// A request whose namespace the watch delivers while it waits goes on
-    /// as soon as it is stored; one for a namespace never delivered goes on
-    /// after the wait, not knowing it.
-    #[tokio::test]
-    async fn a_request_waits_for_its_namespace_to_reach_the_watch() {
+    /// The store and its notifier as [`WatchedNamespaces::start`] wires
+    /// them, fed by hand: each event stored, then told.
+    fn watched() -> (WatchedNamespaces, impl FnMut(watcher::Event<Reduced>)) {
         let (store, mut writer) = reflector::store::<Reduced>();
         let (_listed, ready) = watch::channel(true);
         let (arrived, arrivals) = watch::channel(());
-        let namespaces = WatchedNamespaces { store, ready, arrivals };
-        let waiting = tokio::spawn({
-            let namespaces = namespaces.clone();
-            async move { namespaces.arrival("team-a", Duration::from_secs(60)).await }
-        });
-        // Another namespace arriving does not end the wait.
+        let feed = move |event: watcher::Event<Reduced>| {
+            writer.apply_watcher_event(&event);
+            tell(&event, &arrived);
+        };
+        (WatchedNamespaces { store, ready, arrivals }, feed)
+    }
+
+    /// Spawns a wait for `name`, and lets it run until it waits.
+    async fn waiting_for(namespaces: &WatchedNamespaces, name: &'static str) -> tokio::task::JoinHandle<bool> {
+        let namespaces = namespaces.clone();
+        let waiting = tokio::spawn(async move { namespaces.arrival(name, Duration::from_secs(60)).await });
         tokio::task::yield_now().await;
-        writer.apply_watcher_event(&watcher::Event::Apply(namespace("team-b")));
-        arrived.send_replace(());
+        waiting
+    }
+
+    /// A request whose namespace the watch delivers while it waits goes on
+    /// as soon as it is stored; another namespace arriving does not end
+    /// the wait.
+    #[tokio::test]
+    async fn a_request_waits_for_its_namespace_to_reach_the_watch() {
+        let (namespaces, mut feed) = watched();
+        let waiting = waiting_for(&namespaces, "team-a").await;
+        feed(watcher::Event::Apply(namespace("team-b")));
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "still waiting for team-a");
-        writer.apply_watcher_event(&watcher::Event::Apply(namespace("team-a")));
-        arrived.send_replace(());
+        feed(watcher::Event::Apply(namespace("team-a")));
         assert!(waiting.await.expect("the waiting task"), "team-a known once stored");
         assert!(namespaces.arrival("team-a", Duration::ZERO).await, "known at once now");
+    }
+
+    /// A namespace that comes with a list (the watch's first, or a re-list
+    /// after an error) is in the store only once the list is complete; the
+    /// request waiting for it goes on then.
+    #[tokio::test]
+    async fn a_request_waits_for_a_relist_to_complete() {
+        let (namespaces, mut feed) = watched();
+        let waiting = waiting_for(&namespaces, "team-a").await;
+        feed(watcher::Event::Init);
+        feed(watcher::Event::InitApply(namespace("team-a")));
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "the list is not complete");
+        feed(watcher::Event::InitDone);
+        assert!(waiting.await.expect("the waiting task"), "team-a known once the list is stored");
+    }
+
+    /// A Namespace's own request names itself as its namespace, which
+    /// exists only once it is admitted: it does not wait; a pod's does.
+    #[tokio::test]
+    async fn a_namespace_request_does_not_wait_for_itself() {
+        let (namespaces, _feed) = watched();
+        let review = |kind: &str, name: &str| {
+            let object =
+                serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": "new"}});
+            let review = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u-1", "kind": {"group": "", "version": "v1", "kind": kind},
+                "resource": {"group": "", "version": "v1", "resource": format!("{}s", kind.to_lowercase())},
+                "namespace": "new", "name": name, "operation": "CREATE", "userInfo": {}, "object": object}});
+            portcullis_admission::decode(review.to_string().as_bytes()).expect("a review")
+        };
+        let at_once = Duration::from_millis(200);
+        let namespace = review("Namespace", "new");
+        assert!(tokio::time::timeout(at_once, wait_for_namespace(&namespaces, &namespace)).await.is_ok());
+        let pod = review("Pod", "web");
+        assert!(tokio::time::timeout(at_once, wait_for_namespace(&namespaces, &pod)).await.is_err(), "a pod waits");
+    }
+
+    /// A namespace that never comes: the request goes on after the wait,
+    /// not knowing it.
+    #[tokio::test]
+    async fn a_namespace_that_never_comes_ends_the_wait_at_its_bound() {
+        let (namespaces, _feed) = watched();
         assert!(!namespaces.arrival("never", Duration::from_millis(20)).await);
     }
 }

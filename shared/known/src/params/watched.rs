@@ -309,3 +309,27 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, progress
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the status of a reader says: `Pending` until discovery has
+    /// answered, `UnknownParamKind` (in force meanwhile) when the API does
+    /// not serve the kind, told to the status writer when it changes.
+    #[tokio::test]
+    async fn a_kind_is_pending_until_discovery_answers_then_unknown_when_not_served() {
+        let nowhere = kube::Config::new("http://127.0.0.1:1".parse().expect("a URL"));
+        let params = WatchedParams::new(kube::Client::try_from(nowhere).expect("a client"), CancellationToken::new());
+        let kind = ParamKind { api_version: "example.com/v1".into(), kind: "Settings".into() };
+        assert_eq!(params.remark(&kind), Some(KindRemark::Pending), "not watched yet");
+        let changed = Arc::new(tokio::sync::Notify::new());
+        params.forward_progress(changed.clone());
+        params.watch(BTreeSet::from([kind.clone()]));
+        tokio::time::timeout(Duration::from_secs(30), changed.notified()).await.expect("discovery answers");
+        let remark = params.remark(&kind).expect("not listed");
+        assert!(matches!(remark, KindRemark::Unknown(_)), "{remark:?}");
+        assert_eq!((remark.reason(), remark.in_force()), ("UnknownParamKind", true));
+        assert_eq!((KindRemark::Pending.reason(), KindRemark::Pending.in_force()), ("Pending", false));
+    }
+}
