@@ -9,7 +9,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use portcullis_admission::native_match::{KnownNamespaces, ManifestNamespaces};
 use portcullis_admission::parts::Parts;
-use portcullis_admission::{Decision, DecodeError, Operation, Request};
+use portcullis_admission::{Decision, DecodeError, Request};
 use portcullis_cel::workers::Workers;
 use portcullis_known::Cluster;
 use portcullis_known::namespaces::wait_for_namespace;
@@ -176,10 +176,8 @@ impl Webhook for Injector {
         // namespace, from the end of that wait.
         let in_force = self.in_force.load();
         let (config, reads_namespaces) = (in_force.config.clone(), in_force.reads_namespaces);
-        // CEL mutations run on pod CREATEs only (`mutate_by`).
-        let creates = req.inner.operation == Operation::Create && req.inner.sub_resource.is_none();
         async move {
-            if reads_namespaces && creates {
+            if reads_namespaces {
                 wait_for_namespace(&*self.namespaces, &req).await;
             }
             let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
