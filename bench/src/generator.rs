@@ -174,12 +174,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     }
 }
 
-/// How long past the load's duration the generator stays awake at most
-/// (its workers' first requests, a slow server's last answers).
-const AWAKE_MARGIN: Duration = Duration::from_secs(30);
-
-/// Keeps the generator's thread from sleeping until `until` (or until
-/// aborted): a task that always yields makes the runtime poll its sockets
+/// Keeps the generator's thread from sleeping until the task is aborted: a
+/// task that always yields makes the runtime poll its sockets
 /// without blocking. A generator that sleeps between answers makes every
 /// answer wake it, and that wake-up (an inter-processor interrupt to the
 /// idle core, which on a virtual machine is an exit to the hypervisor) is
@@ -191,8 +187,8 @@ const AWAKE_MARGIN: Duration = Duration::from_secs(30);
 /// awake"). Only when the core is the generator's alone (`--stay-awake`,
 /// which `portcullis-bench run` passes when it pins the load with
 /// `taskset`), so that spinning on it takes nothing from the server.
-async fn keep_awake(until: Instant) {
-    while Instant::now() < until {
+async fn keep_awake() {
+    loop {
         tokio::task::yield_now().await;
     }
 }
@@ -204,7 +200,7 @@ async fn keep_awake(until: Instant) {
 pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration, stay_awake: bool) -> Summary {
     let target = Arc::new(target);
     let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
-    let awake = stay_awake.then(|| tokio::spawn(keep_awake(Instant::now() + duration + AWAKE_MARGIN)));
+    let awake = stay_awake.then(|| tokio::spawn(keep_awake()));
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let (target, barrier) = (target.clone(), barrier.clone());

@@ -93,6 +93,9 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// [`mutate`], the CEL mutations within `bounds`, reading `cluster`'s
 /// namespaces and parameter objects, their timeout counted from `arrival`
 /// (`None`: from when they start).
+///
+/// Only a pod's creation gets templates, CEL mutations and defaults
+/// ([`creates_a_pod`]); a pod's update has only its images rewritten.
 pub fn mutate_by(
     req: &Request,
     config: &Config,
@@ -101,21 +104,31 @@ pub fn mutate_by(
     arrival: Option<Instant>,
 ) -> Outcome {
     let inner = &req.inner;
-    let is_pod = inner.kind.group.is_empty() && inner.kind.version == "v1" && inner.kind.kind == "Pod";
-    let Some(object) = req.object.as_ref().filter(|_| is_pod) else {
+    let Some(object) = req.object.as_ref().filter(|_| is_pod(req)) else {
         return Outcome::default();
     };
+    if creates_a_pod(req) {
+        let cel = Cel { bounds, arrival, cluster, ran: Vec::new() };
+        return mutate_pod(req, object, config, cel);
+    }
     match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Create, None) => {
-            let cel = Cel { bounds, arrival, cluster, ran: Vec::new() };
-            mutate_pod(req, object, config, cel)
-        }
         (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         (Operation::Update, Some("ephemeralcontainers")) => {
             rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
         }
         _ => Outcome::default(),
     }
+}
+
+fn is_pod(req: &Request) -> bool {
+    let kind = req.kind();
+    kind.group.is_empty() && kind.version == "v1" && kind.kind == "Pod"
+}
+
+/// Whether `req` creates a pod: the only request the CEL mutations (and so
+/// anything that reads namespaces) run on.
+pub(crate) fn creates_a_pod(req: &Request) -> bool {
+    is_pod(req) && req.inner.operation == Operation::Create && req.inner.sub_resource.is_none()
 }
 
 /// Injects the pod's templates, runs the CEL mutations, rewrites its images

@@ -22,7 +22,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::config::{CelBounds, Config};
-use crate::mutate::mutate_by;
+use crate::mutate::{creates_a_pod, mutate_by};
 use crate::native::own::CompiledMutation;
 use crate::pod;
 
@@ -48,8 +48,8 @@ struct InForce {
     config: Arc<Config>,
     parts: Arc<Parts>,
     /// Whether a CEL mutation reads the namespaces (a `namespaceSelector`
-    /// or `namespaceObject`): a request then waits for its namespace to
-    /// reach the watch.
+    /// or `namespaceObject`): a pod's creation, which they run on, then
+    /// waits for its namespace to reach the watch.
     reads_namespaces: bool,
 }
 
@@ -177,7 +177,7 @@ impl Webhook for Injector {
         let in_force = self.in_force.load();
         let (config, reads_namespaces) = (in_force.config.clone(), in_force.reads_namespaces);
         async move {
-            if reads_namespaces {
+            if reads_namespaces && creates_a_pod(&req) {
                 wait_for_namespace(&*self.namespaces, &req).await;
             }
             let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());

@@ -6,10 +6,10 @@
 //! out by default.
 
 use std::collections::BTreeMap;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
 use serde_json::{Value, json};
 
@@ -33,14 +33,11 @@ pub trait KnownNamespaces: Send + Sync {
     /// it yet; the API server would look it up). `true` once known. The
     /// default, for sources that learn of no namespace beyond those they
     /// hold, answers at once.
-    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> Arrival<'a> {
+    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> BoxFuture<'a, bool> {
         let _ = within;
         Box::pin(std::future::ready(self.object(name).is_some()))
     }
 }
-
-/// What [`KnownNamespaces::arrival`] returns.
-pub type Arrival<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
 /// Namespaces known by their labels alone, a function of the name (tests
 /// and fuzzing): `namespaceObject` is the name and the labels, no spec and

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,7 +20,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use portcullis_admission::Request;
-use portcullis_admission::native_match::{Arrival, KnownNamespaces, namespace_object};
+use portcullis_admission::native_match::{KnownNamespaces, namespace_object};
 
 /// How long a request waits for its namespace to reach the watch
 /// ([`wait_for_namespace`]). The CEL deadline (`--cel-timeout`, 250 ms by
@@ -127,7 +128,7 @@ impl KnownNamespaces for WatchedNamespaces {
         Some(self.store.get(&ObjectRef::new(name))?.object.clone())
     }
 
-    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> Arrival<'a> {
+    fn arrival<'a>(&'a self, name: &'a str, within: Duration) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             // Subscribed before looking, so that no arrival is missed between.
             let mut arrivals = self.arrivals.clone();

@@ -11,6 +11,10 @@ use crate::status::ResourceStatus;
 
 /// The condition type.
 pub const READY: &str = "Ready";
+/// `Ready`'s reason while an object is not yet judged as it will be (a
+/// replica has not loaded it, a kind it reads is not listed yet): `False`
+/// for now, but not a refusal, so no Warning event.
+pub const PENDING: &str = "Pending";
 
 /// One live replica's view of the object, if it has one.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +61,7 @@ pub fn desired(object: &ObjectState, views: &[View<'_>], now: Timestamp) -> Reso
     } else {
         (
             "False",
-            "Pending".to_owned(),
+            PENDING.to_owned(),
             format!("generation {generation} is in force in {replicas} replicas; waiting for {}", waiting.join(", ")),
         )
     };

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{Key, ObjectState, WatchedKind};
 use crate::replica::{HEARTBEAT, Held, Identity, WEBHOOK_LABEL, WebhookReplica};
 use crate::status::ResourceStatus;
-use crate::verdict::{self, READY, View};
+use crate::verdict::{self, PENDING, READY, View};
 use crate::{API_VERSION, GROUP, VERSION};
 
 /// A report unchanged for this long belongs to a replica that is gone.
@@ -225,7 +225,7 @@ async fn write(
         return true;
     };
     tracing::info!(kind = kind.kind(), object = %object.key, ready = %new.status, reason = %new.reason, "status written");
-    let refused = new.type_ == READY && new.status == "False" && new.reason != "Pending";
+    let refused = new.type_ == READY && new.status == "False" && new.reason != PENDING;
     if refused && previous.is_none_or(|p| p.reason != new.reason || p.message != new.message) {
         let event = KubeEvent {
             type_: EventType::Warning,

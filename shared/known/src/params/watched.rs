@@ -67,6 +67,17 @@ struct Kind {
     stop: CancellationToken,
 }
 
+impl Kind {
+    /// [`WatchedParams::remark`] for this kind.
+    fn remark(&self) -> Option<KindRemark> {
+        match &*self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            State::Unknown(why) => Some(KindRemark::Unknown(why.clone())),
+            State::Watching { .. } if self.synced.load(Ordering::Relaxed) => None,
+            State::Discovering | State::Watching { .. } => Some(KindRemark::Pending),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum State {
     /// Discovery has not answered yet.
@@ -96,7 +107,7 @@ impl KindRemark {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Unknown(_) => "UnknownParamKind",
-            Self::Pending => "Pending",
+            Self::Pending => portcullis_resources::verdict::PENDING,
         }
     }
 
@@ -155,23 +166,14 @@ impl WatchedParams {
     /// say of it: nothing once its objects are listed.
     pub fn remark(&self, kind: &ParamKind) -> Option<KindRemark> {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(watched) = kinds.get(kind) else { return Some(KindRemark::Pending) };
-        match &*watched.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            State::Unknown(why) => Some(KindRemark::Unknown(why.clone())),
-            State::Watching { .. } if watched.synced.load(Ordering::Relaxed) => None,
-            State::Discovering | State::Watching { .. } => Some(KindRemark::Pending),
-        }
+        kinds.get(kind).map_or(Some(KindRemark::Pending), |watched| watched.remark())
     }
 
     /// Whether every kind has been discovered and listed once, or is
     /// known not to exist (its policies fail by their failure policy).
     pub fn is_ready(&self) -> bool {
         let kinds = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        kinds.values().all(|k| match &*k.state.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            State::Discovering => false,
-            State::Unknown(_) => true,
-            State::Watching { .. } => k.synced.load(Ordering::Relaxed),
-        })
+        kinds.values().all(|k| k.remark().is_none_or(|remark| remark.in_force()))
     }
 
     /// Until [`WatchedParams::is_ready`]: woken by each kind's progress,
