@@ -271,6 +271,14 @@ pub fn metric(admin: SocketAddr, name: &str) -> f64 {
     portcullis_test_support::http::metric(admin, name).unwrap_or_default()
 }
 
+/// A memory figure of process `pid` from `/proc/PID/status`, in KiB:
+/// `VmRSS:` (resident now) or `VmHWM:` (the peak).
+pub fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let line = status.lines().find_map(|l| l.strip_prefix(field)).unwrap_or_else(|| panic!("no {field} line"));
+    line.trim().trim_end_matches("kB").trim().parse().expect("a figure in kB")
+}
+
 /// The text a base64 field holds (a Secret's data, a caBundle).
 pub fn decode_base64(text: &str) -> String {
     use base64::Engine as _;

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use portcullis_e2e::audit::{install_reports as install, start as audit};
-use portcullis_e2e::{binaries, cluster, eventually, jaeger_traces, metric, ok, repo, spans_of, unique};
+use portcullis_e2e::{binaries, cluster, eventually, jaeger_traces, memory_kib, metric, ok, repo, spans_of, unique};
 use portcullis_test_support::process;
 use serde_json::Value;
 
@@ -280,12 +280,7 @@ async fn ten_thousand_objects_in_bounded_memory() {
     })
     .await;
     assert_eq!(report["results"].as_array().unwrap().len(), 1000);
-    let status = std::fs::read_to_string(format!("/proc/{}/status", process.id())).unwrap();
-    let kib = |key: &str| -> u64 {
-        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    };
-    let (peak, now) = (kib("VmHWM:"), kib("VmRSS:"));
+    let (peak, now) = (memory_kib(process.id(), "VmHWM:"), memory_kib(process.id(), "VmRSS:"));
     let pass = metric(admin, "portcullis_validator_audit_pass_duration_seconds");
     eprintln!(
         "audit of {OBJECTS} config maps (16 KiB each, {} MiB in all): peak RSS {} MiB, now {} MiB; pass {pass:.1} s",

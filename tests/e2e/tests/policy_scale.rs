@@ -6,21 +6,15 @@
 use std::time::Instant;
 
 use portcullis_e2e::webhook::{Kind, Webhook};
-use portcullis_e2e::{cluster, ok};
+use portcullis_e2e::{cluster, memory_kib, ok};
 
 const POLICIES: usize = 1000;
-
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
-    let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("a VmRSS line");
-    rss.trim().trim_end_matches("kB").trim().parse().expect("VmRSS in kB")
-}
 
 #[tokio::test]
 async fn a_thousand_policies_applied_at_once_all_become_ready() {
     cluster().install_kinds();
     let validator = Webhook::start_watching(Kind::Validator, &[]).await;
-    let idle = resident_kib(validator.pid());
+    let idle = memory_kib(validator.pid(), "VmRSS:");
     let documents: Vec<String> = (0..POLICIES)
         .map(|i| {
             format!(
@@ -53,7 +47,7 @@ async fn a_thousand_policies_applied_at_once_all_become_ready() {
     .await;
     let ready = started.elapsed();
     assert_eq!(states().len(), POLICIES, "none is lost");
-    let loaded = resident_kib(validator.pid());
+    let loaded = memory_kib(validator.pid(), "VmRSS:");
     println!(
         "{POLICIES} policies: applied in {applied:?}, all Ready {ready:?} after the apply began; \
          validator resident memory {idle} KiB before, {loaded} KiB with them ({} KiB more)",
