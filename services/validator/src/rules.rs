@@ -248,8 +248,9 @@ impl Rules {
                 match present.and_then(|m| m.get(key)).and_then(Value::as_str) {
                     None => say(format!("{} {key:?} is required", &field[..field.len() - 1])),
                     Some(value) if !pattern.matches(value) => say(format!(
-                        "{} {key:?} is {value:?}, which does not match {:?}",
+                        "{} {key:?} is {}, which does not match {:?}",
                         &field[..field.len() - 1],
+                        quoted(value),
                         pattern.describe()
                     )),
                     Some(_) => {}
@@ -301,6 +302,28 @@ impl Rules {
 }
 
 /// Kinds with `spec.replicas` (default 1) that `replicas` bounds, besides `Scale`.
+/// How a message escapes a value read from the object (a label's value,
+/// an image that is not a reference), and nothing else: a quote or a line
+/// break cannot forge the message's shape. The pushed-down CEL escapes by
+/// the same table (`native::builtin::quoted`), in this order, so that the
+/// API server's messages are the webhook's.
+pub(crate) const ESCAPES: [(char, &str); 5] =
+    [('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n"), ('\r', "\\r"), ('\t', "\\t")];
+
+/// `value` in double quotes, escaped by [`ESCAPES`].
+pub(crate) fn quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match ESCAPES.iter().find(|(escaped, _)| *escaped == c) {
+            Some((_, by)) => out.push_str(by),
+            None => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 pub(crate) const REPLICATED_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"];
 
 fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(String)) {
@@ -323,7 +346,7 @@ fn images(rule: &Images, container: &Container<'_>, say: &mut impl FnMut(String)
         return;
     };
     let Some(image) = image::parse(text) else {
-        say(format!("{container}: image {text:?} is not a valid image reference"));
+        say(format!("{container}: image {} is not a valid image reference", quoted(text)));
         return;
     };
     if !rule.allowed_registries.is_empty() && !rule.allowed_registries.iter().any(|r| r == image.registry()) {

@@ -29,6 +29,7 @@ const LABELS: &str = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy
 #[case::both(json!({"team": "shop", "app": "web"}), vec![])]
 #[case::missing(json!({"app": "web"}), vec![r#"[labels] Deployment shop/web: label "team" is required"#])]
 #[case::bad_value(json!({"team": "Shop", "app": "web"}), vec![r#"[labels] Deployment shop/web: label "team" is "Shop", which does not match "[a-z]+""#])]
+#[case::value_escaped(json!({"team": "a\"b\\c\nd\u{1b}", "app": "web"}), vec!["[labels] Deployment shop/web: label \"team\" is \"a\\\"b\\\\c\\nd\u{1b}\", which does not match \"[a-z]+\""])]
 #[case::none(json!({}), vec![r#"[labels] Deployment shop/web: label "app" is required"#, r#"[labels] Deployment shop/web: label "team" is required"#])]
 fn required_labels(#[case] labels: Value, #[case] expected: Vec<&str>) {
     let (allowed, message, _, findings) =
@@ -98,6 +99,7 @@ const IMAGES: &str = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy
 #[case::latest("nginx:latest", vec!["image nginx:latest uses the latest tag"])]
 #[case::no_tag("nginx", vec!["image nginx has no tag (it means latest)"])]
 #[case::other_registry("quay.io/x/y:1", vec!["image quay.io/x/y:1 is not from an allowed registry (registry.example.com, docker.io)"])]
+#[case::not_a_reference("reg/\"x\":\t1", vec![r#"image "reg/\"x\":\t1" is not a valid image reference"#])]
 fn images(#[case] image: &str, #[case] expected: Vec<&str>) {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop"}, "spec": {"containers": [container(image)]}});
     let (_, _, _, findings) = run(&validator(IMAGES), &create(pod));

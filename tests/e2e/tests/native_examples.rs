@@ -368,6 +368,9 @@ async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
         "registry.example.com/web:latest@sha256:0000000000000000000000000000000000000000000000000000000000000000",
         ":tag",
         "registry.local/",
+        // Not references, quoted and escaped alike in both messages.
+        "registry.example.com/\"web\"\\x:1",
+        "registry.example.com/web:\t1",
     ];
     let cpu = json!({"requests": {"cpu": "10m"}});
     let mut corpus = Vec::new();

@@ -6,7 +6,7 @@ use k8s_openapi::api::admissionregistration::v1 as reg;
 
 use super::generate::NotPushable;
 use super::pods;
-use crate::rules::{REPLICATED_KINDS, Rules};
+use crate::rules::{self, REPLICATED_KINDS, Rules};
 
 /// The variable holding the replicas the rule judges.
 const REPLICAS: &str = "portcullisReplicas";
@@ -23,9 +23,10 @@ pub fn as_cel(rules: &Rules) -> Result<(Vec<reg::Variable>, Vec<reg::Validation>
                 let value = format!("object.metadata.{field}[{}]", lit(key));
                 let full = format!("^(?:{})$", pattern.as_str());
                 let message = format!(
-                    "{} + {value} + {}",
-                    lit(&format!("{singular} {key:?} is \"")),
-                    lit(&format!("\", which does not match {:?}", pattern.as_str()))
+                    "{} + {} + {}",
+                    lit(&format!("{singular} {key:?} is ")),
+                    quoted(&value),
+                    lit(&format!(", which does not match {:?}", pattern.as_str()))
                 );
                 validations
                     .push(validation(&format!("!({present}) || {value}.matches({})", lit(&full)), Dynamic(message)));
@@ -96,6 +97,15 @@ pub(super) fn validation(expression: &str, message: Message) -> reg::Validation 
     reg::Validation { expression: expression.into(), message, message_expression, reason: None }
 }
 
+/// CEL for the string `expression` in double quotes, escaped as the
+/// webhook's messages escape it ([`rules::quoted`], by [`rules::ESCAPES`]).
+pub(super) fn quoted(expression: &str) -> String {
+    let escaped = rules::ESCAPES
+        .iter()
+        .fold(expression.to_owned(), |e, (c, by)| format!("{e}.replace({}, {})", lit(&c.to_string()), lit(by)));
+    format!("'\"' + {escaped} + '\"'")
+}
+
 /// `s` as a CEL string literal.
 pub(super) fn lit(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -105,6 +115,8 @@ pub(super) fn lit(s: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
             '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
             c => out.push(c),
         }
     }

@@ -10,6 +10,7 @@ use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use portcullis_admission::names::{GENERATED_PREFIX, MANAGED_BY};
 use portcullis_admission::selector;
+use portcullis_cel::cost::DEFAULT_LIMIT;
 
 use super::builtin;
 use crate::cel;
@@ -50,7 +51,7 @@ pub fn generated_name(name: &str, namespace: Option<&str>) -> String {
 /// The VAP and binding enforcing the policy `name` (in `namespace`) with
 /// `spec`, outside `system_namespaces` unless it includes them, as the
 /// webhook would. `Err` names the first field the API server cannot
-/// enforce.
+/// enforce (or, should the generated CEL not compile, says so).
 pub fn generate(
     name: &str,
     namespace: Option<&str>,
@@ -198,6 +199,16 @@ pub fn generate(
             match_resources: None,
         },
     };
+    // What is generated is compiled as the audit and `check` compile a
+    // native pair: CEL that would not compile (a bug here) is not handed
+    // to the API server, which would refuse it; the webhook keeps the policy.
+    let compiled = super::assemble(std::slice::from_ref(&policy), std::slice::from_ref(&binding), DEFAULT_LIMIT);
+    if let Some(refused) = compiled.refused.first() {
+        return refuse(
+            format!("the generated ValidatingAdmissionPolicy ({})", portcullis_telemetry::error_chain(refused)),
+            "Portcullis generated CEL that does not compile, a bug to report; the webhook keeps the policy",
+        );
+    }
     Ok(Generated { policy, binding })
 }
 

@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 
-use super::builtin::{Dynamic, lit, validation};
+use super::builtin::{Dynamic, lit, quoted, validation};
 use crate::pods::POD_SPECS;
 use crate::rules::{Images, PodSecurity, Resources, Rules};
 
@@ -165,11 +165,12 @@ fn images(rule: &Images) -> (Vec<reg::Variable>, reg::Validation) {
     };
     let c = format!("variables.{BAD_IMAGES}[0]");
     let on_c = |cel: &str| cel.replace("@c", &c);
-    let mut said = format!("'image \"' + {c}.image + '\" is not a valid image reference'");
+    let invalid = format!("'image ' + {} + ' is not a valid image reference'", quoted(&format!("{c}.image")));
+    let mut said = invalid.clone();
     for (holds, says) in findings.iter().rev() {
         said = format!("{} ? {} : {said}", on_c(holds), on_c(says));
     }
-    said = format!("!{} ? 'image \"' + {c}.image + '\" is not a valid image reference' : {said}", on_c(&valid));
+    said = format!("!{} ? {invalid} : {said}", on_c(&valid));
     let i = format!("{}.indexOf({c})", joined(&lists));
     let message = format!("{} + ': ' + ({said})", named(&c, &i, &lists));
     (vec![bad], validation(&format!("size(variables.{BAD_IMAGES}) == 0"), Dynamic(message)))

@@ -268,6 +268,9 @@ spec:
         labelled(deployment("web", 3), "web", "a@example.com"),
         labelled(deployment("web", 1), "web", "a@example.com"),
         labelled(deployment("web", 9), "cache", "a@example.org"),
+        // Values from the object are quoted and escaped alike.
+        labelled(deployment("web", 3), "ca\"che\\", "a@example.com"),
+        labelled(deployment("web", 3), "web", "\"a\" \\ b\nc\r\td\u{1b}@example.org"),
         no_replicas,
         service(None, false),
         service(Some("NodePort"), false),
@@ -359,6 +362,7 @@ spec:
         spec(vec![], vec![with(json!({"securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}))], json!({})),
         spec(vec![], vec![good.clone(), with(json!({"securityContext": {"runAsNonRoot": false}}))], json!({})),
         spec(vec![], vec![good.clone()], json!({"securityContext": null})),
+        spec(vec![], vec![with(json!({"image": "reg/\"x\"\\y\n:\t1"}))], json!({})),
     ];
     for spec in specs {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
@@ -372,7 +376,7 @@ spec:
             assert_eq!(theirs, mine, "{object}");
         }
     }
-    assert_eq!(denied, 27, "every spec but the first is denied, in a Pod, a Deployment and a CronJob");
+    assert_eq!(denied, 30, "every spec but the first is denied, in a Pod, a Deployment and a CronJob");
 }
 
 /// A registry's port is not a tag: pushed down, an untagged image from a
