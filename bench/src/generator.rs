@@ -22,6 +22,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::load::Summary;
 
@@ -200,7 +201,8 @@ async fn keep_awake() {
 pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration, stay_awake: bool) -> Summary {
     let target = Arc::new(target);
     let barrier = Arc::new(tokio::sync::Barrier::new(concurrency));
-    let awake = stay_awake.then(|| tokio::spawn(keep_awake()));
+    // Aborted when the load ends, however it ends.
+    let _awake = stay_awake.then(|| AbortOnDropHandle::new(tokio::spawn(keep_awake())));
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let (target, barrier) = (target.clone(), barrier.clone());
@@ -238,11 +240,7 @@ pub(crate) async fn run(target: Target, concurrency: usize, duration: Duration, 
             })
         })
         .collect();
-    let summary = crate::load::gather(workers, duration).await;
-    if let Some(awake) = awake {
-        awake.abort();
-    }
-    summary
+    crate::load::gather(workers, duration).await
 }
 
 #[cfg(test)]

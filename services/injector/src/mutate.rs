@@ -95,7 +95,7 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// (`None`: from when they start).
 ///
 /// Only a pod's creation gets templates, CEL mutations and defaults
-/// ([`creates_a_pod`]); a pod's update has only its images rewritten.
+/// (`creates_a_pod`); a pod's update has only its images rewritten.
 pub fn mutate_by(
     req: &Request,
     config: &Config,
@@ -462,4 +462,33 @@ fn write_status(pod: &mut Value, status: &Status) {
     // A struct of strings, lists and maps always serializes.
     let text = serde_json::to_string(status).unwrap_or_default();
     pod::metadata_map(pod, "annotations").insert(STATUS_ANNOTATION.to_owned(), Value::String(text));
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+    use serde_json::json;
+
+    use super::creates_a_pod;
+
+    #[rstest]
+    #[case::a_pods_creation("", "Pod", "CREATE", None, true)]
+    #[case::a_pods_update("", "Pod", "UPDATE", None, false)]
+    #[case::ephemeral_containers("", "Pod", "UPDATE", Some("ephemeralcontainers"), false)]
+    #[case::a_binding("", "Pod", "CREATE", Some("binding"), false)]
+    #[case::a_deployment("apps", "Deployment", "CREATE", None, false)]
+    fn only_a_pods_creation_runs_the_mutations(
+        #[case] group: &str,
+        #[case] kind: &str,
+        #[case] operation: &str,
+        #[case] sub_resource: Option<&str>,
+        #[case] creates: bool,
+    ) {
+        let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "u", "kind": {"group": group, "version": "v1", "kind": kind},
+            "resource": {"group": group, "version": "v1", "resource": "pods"}, "subResource": sub_resource,
+            "operation": operation, "userInfo": {}, "object": {"metadata": {"name": "p"}}}});
+        let req = portcullis_admission::decode(review.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(creates_a_pod(&req), creates);
+    }
 }

@@ -301,14 +301,16 @@ impl Rules {
     }
 }
 
-/// Kinds with `spec.replicas` (default 1) that `replicas` bounds, besides `Scale`.
-/// How a message escapes a value read from the object (a label's value,
-/// an image that is not a reference), and nothing else: a quote or a line
-/// break cannot forge the message's shape. The pushed-down CEL escapes by
-/// the same table (`native::builtin::quoted`), in this order, so that the
-/// API server's messages are the webhook's.
-pub(crate) const ESCAPES: [(char, &str); 5] =
-    [('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n"), ('\r', "\\r"), ('\t', "\\t")];
+/// How a message escapes a value read from the object (a label's or an
+/// annotation's value, an image that is not a reference): a quote or a line
+/// break cannot forge the message's shape, and an escape sequence cannot
+/// drive the terminal that shows it. Other characters are kept as they
+/// are, as in the API server's own messages. The pushed-down CEL escapes by
+/// the same table (`native::builtin::quoted`), one `replace` per entry in
+/// this order (the backslash first, so that no escape is escaped again), so
+/// that the API server's messages are the webhook's.
+pub(crate) const ESCAPES: [(char, &str); 6] =
+    [('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n"), ('\r', "\\r"), ('\t', "\\t"), ('\u{1b}', "\\u{1b}")];
 
 /// `value` in double quotes, escaped by [`ESCAPES`].
 pub(crate) fn quoted(value: &str) -> String {
@@ -324,6 +326,7 @@ pub(crate) fn quoted(value: &str) -> String {
     out
 }
 
+/// Kinds with `spec.replicas` (default 1) that `replicas` bounds, besides `Scale`.
 pub(crate) const REPLICATED_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"];
 
 fn replicas(bounds: Replicas, kind: &str, object: &Value, say: &mut impl FnMut(String)) {

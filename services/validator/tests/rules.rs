@@ -29,7 +29,7 @@ const LABELS: &str = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy
 #[case::both(json!({"team": "shop", "app": "web"}), vec![])]
 #[case::missing(json!({"app": "web"}), vec![r#"[labels] Deployment shop/web: label "team" is required"#])]
 #[case::bad_value(json!({"team": "Shop", "app": "web"}), vec![r#"[labels] Deployment shop/web: label "team" is "Shop", which does not match "[a-z]+""#])]
-#[case::value_escaped(json!({"team": "a\"b\\c\nd\u{1b}", "app": "web"}), vec!["[labels] Deployment shop/web: label \"team\" is \"a\\\"b\\\\c\\nd\u{1b}\", which does not match \"[a-z]+\""])]
+#[case::value_escaped(json!({"team": "a\"b\\c\nd\u{1b}", "app": "web"}), vec!["[labels] Deployment shop/web: label \"team\" is \"a\\\"b\\\\c\\nd\\u{1b}\", which does not match \"[a-z]+\""])]
 #[case::none(json!({}), vec![r#"[labels] Deployment shop/web: label "app" is required"#, r#"[labels] Deployment shop/web: label "team" is required"#])]
 fn required_labels(#[case] labels: Value, #[case] expected: Vec<&str>) {
     let (allowed, message, _, findings) =

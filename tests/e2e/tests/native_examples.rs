@@ -369,7 +369,7 @@ async fn image_rules_pushed_down_deny_what_the_webhook_denies() {
         ":tag",
         "registry.local/",
         // Not references, quoted and escaped alike in both messages.
-        "registry.example.com/\"web\"\\x:1",
+        "registry.example.com/\"web\" \\x:1",
         "registry.example.com/web:\t1",
     ];
     let cpu = json!({"requests": {"cpu": "10m"}});

@@ -102,7 +102,7 @@ pub(super) fn validation(expression: &str, message: Message) -> reg::Validation 
 pub(super) fn quoted(expression: &str) -> String {
     let escaped = rules::ESCAPES
         .iter()
-        .fold(expression.to_owned(), |e, (c, by)| format!("{e}.replace({}, {})", lit(&c.to_string()), lit(by)));
+        .fold(format!("({expression})"), |e, (c, by)| format!("{e}.replace({}, {})", lit(&c.to_string()), lit(by)));
     format!("'\"' + {escaped} + '\"'")
 }
 
@@ -117,6 +117,8 @@ pub(super) fn lit(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            // Other control characters as escapes, never raw in the source.
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
             c => out.push(c),
         }
     }

@@ -10,10 +10,11 @@ use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use portcullis_admission::names::{GENERATED_PREFIX, MANAGED_BY};
 use portcullis_admission::selector;
+use portcullis_cel::CompileError;
 use portcullis_cel::cost::DEFAULT_LIMIT;
 
-use super::builtin;
-use crate::cel;
+use super::{Problem, builtin};
+use crate::cel::{self, CelError, CelProblem};
 use crate::policy::{Action, FailurePolicy, PolicySpec};
 
 /// The label the API server sets on every namespace: its name.
@@ -199,15 +200,29 @@ pub fn generate(
             match_resources: None,
         },
     };
-    // What is generated is compiled as the audit and `check` compile a
-    // native pair: CEL that would not compile (a bug here) is not handed
-    // to the API server, which would refuse it; the webhook keeps the policy.
-    let compiled = super::assemble(std::slice::from_ref(&policy), std::slice::from_ref(&binding), DEFAULT_LIMIT);
-    if let Some(refused) = compiled.refused.first() {
-        return refuse(
-            format!("the generated ValidatingAdmissionPolicy ({})", portcullis_telemetry::error_chain(refused)),
-            "Portcullis generated CEL that does not compile, a bug to report; the webhook keeps the policy",
-        );
+    // The pair is compiled as the audit and `check` compile a native one:
+    // what the API server would refuse is not handed to it.
+    if let Err(refused) = super::compile(&policy, &binding, DEFAULT_LIMIT) {
+        match &*refused.problem {
+            Problem::Empty => {
+                return refuse(
+                    "spec.rules".into(),
+                    "it checks nothing a ValidatingAdmissionPolicy can run, and the API server refuses one without \
+                     validations",
+                );
+            }
+            // Portcullis' own bound on an expression's length, not the API server's.
+            Problem::Cel(CelError { problem: CelProblem::Expression(CompileError::TooLong(_)), .. }) => {}
+            _ => {
+                return refuse(
+                    format!(
+                        "the generated ValidatingAdmissionPolicy ({})",
+                        portcullis_telemetry::error_chain(&refused)
+                    ),
+                    "Portcullis generated CEL that the API server would refuse, a bug to report",
+                );
+            }
+        }
     }
     Ok(Generated { policy, binding })
 }

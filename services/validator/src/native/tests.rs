@@ -517,3 +517,28 @@ fn a_binding_that_cannot_be_configured_denies_whatever_its_actions() {
         "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
     );
 }
+
+/// A generated pair is compiled before it is handed over: one that checks
+/// nothing (the API server refuses a policy without validations) is not
+/// pushed down, with the field; one over Portcullis' own bound on an
+/// expression's length, which the API server does not have, still is.
+#[test]
+fn a_generated_pair_is_compiled_before_it_is_pushed_down() {
+    let policy = |rules: &str| {
+        format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\nspec:\n  match:\n    \
+             resources: [{{apiGroups: [apps], resources: [deployments]}}]\n  rules: {rules}\n"
+        )
+    };
+    let nothing = generated(&policy("{services: {}}")).expect_err("nothing to push down");
+    assert_eq!(nothing.field, "spec.rules", "{nothing}");
+    let registries = (0..100).map(|i| format!("registry-{i:03}.example.com")).collect::<Vec<_>>().join(", ");
+    let long = generated(&policy(&format!("{{images: {{allowedRegistries: [{registries}], forbidLatest: true}}}}")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let spec = long.policy.spec.unwrap_or_default();
+    let variables = spec.variables.iter().flatten().map(|v| Some(&v.expression));
+    let validations =
+        spec.validations.iter().flatten().flat_map(|v| [Some(&v.expression), v.message_expression.as_ref()]);
+    let mut expressions = variables.chain(validations).flatten();
+    assert!(expressions.any(|e| e.len() > portcullis_cel::MAX_EXPRESSION_LEN), "the case is over the bound");
+}
