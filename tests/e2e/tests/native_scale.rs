@@ -95,7 +95,7 @@ async fn two_thousand_native_policies_are_all_audited() {
          the apply began; audit resident memory {idle} KiB before, {loaded} KiB with them ({} KiB more), peak {peak} KiB",
         loaded.saturating_sub(idle)
     );
-    // Measured at 28 to 37 KiB a pair (docs/BENCHMARKS.md); 100 KiB would
+    // Measured at 25 KiB a pair (docs/BENCHMARKS.md); 100 KiB would
     // be a regression, not noise.
     assert!(loaded.saturating_sub(idle) < 100 * POLICIES as u64, "{loaded} KiB with the policies, {idle} before");
 

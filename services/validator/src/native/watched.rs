@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use kube::ResourceExt as _;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_telemetry::error_chain;
@@ -29,8 +30,16 @@ impl WatchedNatives {
     /// woken after every change once both are listed.
     pub fn start(client: &kube::Client, cost_limit: u64, changed: Arc<Notify>, shutdown: &CancellationToken) -> Self {
         let synced: Arc<[AtomicBool; 2]> = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
-        let policies = follow::<ValidatingAdmissionPolicy>(client, 0, &synced, &changed, shutdown);
-        let bindings = follow::<ValidatingAdmissionPolicyBinding>(client, 1, &synced, &changed, shutdown);
+        // Kept without what compiling them never reads: the managed fields
+        // (about as large as the spec) and the VAP's status (its
+        // type-checking warnings).
+        let policies = follow(client, 0, &synced, &changed, shutdown, |p: &mut ValidatingAdmissionPolicy| {
+            p.managed_fields_mut().clear();
+            p.status = None;
+        });
+        let bindings = follow(client, 1, &synced, &changed, shutdown, |b: &mut ValidatingAdmissionPolicyBinding| {
+            b.managed_fields_mut().clear();
+        });
         Self { policies, bindings, synced, cost_limit }
     }
 
@@ -56,13 +65,15 @@ impl WatchedNatives {
     }
 }
 
-/// A reflector of `K` whose every change (once listed) wakes `changed`.
+/// A reflector of `K`, each object `reduce`d before it is stored, whose
+/// every change (once listed) wakes `changed`.
 fn follow<K>(
     client: &kube::Client,
     index: usize,
     synced: &Arc<[AtomicBool; 2]>,
     changed: &Arc<Notify>,
     shutdown: &CancellationToken,
+    reduce: fn(&mut K),
 ) -> Store<K>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
@@ -75,7 +86,8 @@ where
 {
     let api = kube::Api::<K>::all(client.clone());
     let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default()).modify(reduce)).default_backoff();
     let (synced, changed, shutdown) = (synced.clone(), changed.clone(), shutdown.clone());
     let ready = store.clone();
     tokio::spawn(async move {
