@@ -303,9 +303,9 @@ impl Rules {
 
 /// How a message escapes a value read from the object (a label's or an
 /// annotation's value, an image that is not a reference): a quote or a line
-/// break cannot forge the message's shape, and an escape sequence cannot
-/// drive the terminal that shows it. Other characters are kept as they
-/// are, as in the API server's own messages. The pushed-down CEL escapes by
+/// break cannot forge the message's shape, and ESC cannot start a terminal
+/// escape sequence. Other characters (other controls included) are kept
+/// as they are, as in the API server's own messages. The pushed-down CEL escapes by
 /// the same table (`native::builtin::quoted`), one `replace` per entry in
 /// this order (the backslash first, so that no escape is escaped again), so
 /// that the API server's messages are the webhook's.

@@ -31,8 +31,8 @@ fn pair(ns: &str, i: usize) -> String {
 }
 
 /// Deletes the pairs labelled for a namespace when dropped, in one call
-/// per kind (`kubectl delete` would send one per object, each judged by
-/// the 2,000 policies on its way).
+/// per kind (`kubectl delete` would send one per object, each matched
+/// against the 2,000 policies on its way).
 struct Pairs(String);
 
 impl Drop for Pairs {
@@ -42,7 +42,10 @@ impl Drop for Pairs {
                 "/apis/admissionregistration.k8s.io/v1/{resource}?labelSelector=e2e.portcullis.dev%2Fnative-scale%3D{}",
                 self.0
             );
-            let _ = cluster().kubectl(&["delete", "--raw", &path]);
+            let out = cluster().kubectl(&["delete", "--raw", &path]);
+            if !out.status.success() {
+                eprintln!("deleting {path} failed: {}", String::from_utf8_lossy(&out.stderr));
+            }
         }
     }
 }

@@ -219,7 +219,7 @@ pub fn generate(
                         "the generated ValidatingAdmissionPolicy ({})",
                         portcullis_telemetry::error_chain(&refused)
                     ),
-                    "Portcullis generated CEL that the API server would refuse, a bug to report",
+                    "Portcullis generated a ValidatingAdmissionPolicy the API server would refuse, a bug to report",
                 );
             }
         }

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
-use kube::ResourceExt as _;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use portcullis_telemetry::error_chain;
@@ -34,11 +33,11 @@ impl WatchedNatives {
         // (about as large as the spec) and the VAP's status (its
         // type-checking warnings).
         let policies = follow(client, 0, &synced, &changed, shutdown, |p: &mut ValidatingAdmissionPolicy| {
-            p.managed_fields_mut().clear();
+            p.metadata.managed_fields = None;
             p.status = None;
         });
         let bindings = follow(client, 1, &synced, &changed, shutdown, |b: &mut ValidatingAdmissionPolicyBinding| {
-            b.managed_fields_mut().clear();
+            b.metadata.managed_fields = None;
         });
         Self { policies, bindings, synced, cost_limit }
     }
