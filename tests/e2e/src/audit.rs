@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use serde_json::Value;
+
 use crate::{Process, binaries, cluster, ok, repo};
 
 /// Installs the OpenReports CRDs from deploy/components/reports, as a
@@ -17,6 +19,19 @@ pub fn install_reports() {
         ok(cluster.kubectl(&["wait", "--for=condition=Established", &format!("crd/{crd}.openreports.io")]));
     }
     cluster.ensure_namespace("portcullis-system");
+}
+
+/// The audit's OpenReport for `namespace` (the ClusterReport for
+/// cluster-scoped objects when `None`), as `kubectl get` shows it; `None`
+/// while it does not exist yet.
+pub fn report(namespace: Option<&str>) -> Option<Value> {
+    let mut args = match namespace {
+        Some(ns) => vec!["get", "report", "portcullis-validator", "-n", ns],
+        None => vec!["get", "clusterreport", "portcullis-validator"],
+    };
+    args.extend(["-o", "json"]);
+    let out = cluster().kubectl(&args);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("a report as JSON"))
 }
 
 /// Starts an audit replica named `name` (Lease `lease`) judging by the

@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use portcullis_e2e::audit::{install_reports as install, start as audit};
+use portcullis_e2e::audit::{install_reports as install, report as get_report, start as audit};
 use portcullis_e2e::{binaries, cluster, eventually, jaeger_traces, memory_kib, metric, ok, repo, spans_of, unique};
 use portcullis_test_support::process;
 use serde_json::Value;
@@ -17,16 +17,6 @@ use serde_json::Value;
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// The report of `namespace` (or the ClusterReport for `None`), as kubectl shows it.
-fn get_report(namespace: Option<&str>) -> Option<Value> {
-    let mut args = match namespace {
-        Some(ns) => vec!["get", "report", "portcullis-validator", "-n", ns],
-        None => vec!["get", "clusterreport", "portcullis-validator"],
-    };
-    args.extend(["-o", "json"]);
-    let out = cluster().kubectl(&args);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("JSON of the expected shape"))
-}
-
 /// The result of `policy` for the object named `name`.
 fn result<'a>(report: &'a Value, policy: &str, name: &str) -> Option<&'a Value> {
     report["results"].as_array()?.iter().find(|r| r["policy"] == policy && r["resources"][0]["name"] == name)

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use portcullis_e2e::audit::{install_reports, start_watching};
+use portcullis_e2e::audit::{self, install_reports, start_watching};
 use portcullis_e2e::webhook::namespace;
 use portcullis_e2e::{cluster, eventually, ok, unique};
 use serde_json::{Value, json};
@@ -130,11 +130,6 @@ fn result<'a>(report: &'a Value, policy: &str, name: &str) -> Option<&'a Value> 
     report["results"].as_array()?.iter().find(|r| r["policy"] == policy && r["resources"][0]["name"] == name)
 }
 
-fn get_report(ns: &str) -> Option<Value> {
-    let out = cluster().kubectl(&["get", "report", "portcullis-validator", "-n", ns, "-o", "json"]);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("a report"))
-}
-
 #[tokio::test]
 async fn stored_objects_that_break_native_policies_are_reported_as_the_api_server_judges_them() {
     install_reports();
@@ -156,7 +151,7 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
     let (_audit, _admin) = start_watching("native-audit", &unique("native-audit-lease"), &[]);
     let names: Vec<&str> = objects.iter().map(|o| o["metadata"]["name"].as_str().expect("a test step")).collect();
     let report = eventually("every stored object judged by the three policies", MINUTE, || {
-        let report = get_report(&ns)?;
+        let report = audit::report(Some(&ns))?;
         let all = names.iter().all(|n| [&size, &owner, &forbidden].iter().all(|p| result(&report, p, n).is_some()));
         all.then_some(report)
     })
@@ -199,7 +194,7 @@ async fn stored_objects_that_break_native_policies_are_reported_as_the_api_serve
     // A deleted binding binds nothing: its results go.
     ok(cluster().kubectl(&["delete", "validatingadmissionpolicybinding", &size]));
     eventually("the deleted binding's results are gone", MINUTE, || {
-        get_report(&ns).filter(|r| names.iter().all(|n| result(r, &size, n).is_none()))
+        audit::report(Some(&ns)).filter(|r| names.iter().all(|n| result(r, &size, n).is_none()))
     })
     .await;
     ok(cluster().kubectl(&[

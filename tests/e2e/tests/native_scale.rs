@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use portcullis_e2e::audit::{install_reports, start_watching};
+use portcullis_e2e::audit::{self, install_reports, start_watching};
 use portcullis_e2e::webhook::namespace;
 use portcullis_e2e::{cluster, eventually, memory_kib, metric, ok, unique};
 use serde_json::{Value, json};
@@ -50,11 +50,6 @@ impl Drop for Pairs {
     }
 }
 
-fn report(ns: &str) -> Option<Value> {
-    let out = cluster().kubectl(&["get", "report", "portcullis-validator", "-n", ns, "-o", "json"]);
-    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("a report"))
-}
-
 fn counts(report: &Value) -> [u64; 3] {
     ["pass", "fail", "error"].map(|k| report["summary"][k].as_u64().unwrap_or_default())
 }
@@ -86,7 +81,7 @@ async fn two_thousand_native_policies_are_all_audited() {
     ok(cluster().kubectl_stdin(&["apply", "--server-side", "-f", "-"], &documents.join("---\n")));
     let applied = started.elapsed();
     let judged = eventually("both ConfigMaps judged by every policy", Duration::from_secs(600), || {
-        let report = report(&ns)?;
+        let report = audit::report(Some(&ns))?;
         assert_eq!(counts(&report)[2], 0, "no pair is an error: {}", report["summary"]);
         (counts(&report)[..2].iter().sum::<u64>() == 2 * POLICIES as u64).then_some(report)
     })
