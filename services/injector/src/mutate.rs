@@ -95,7 +95,7 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 /// (`None`: from when they start).
 ///
 /// Only a pod's creation gets templates, CEL mutations and defaults
-/// (`creates_a_pod`); a pod's update has only its images rewritten.
+/// ([`PodChange`]); a pod's update has only its images rewritten.
 pub fn mutate_by(
     req: &Request,
     config: &Config,
@@ -103,32 +103,44 @@ pub fn mutate_by(
     cluster: Cluster<'_>,
     arrival: Option<Instant>,
 ) -> Outcome {
-    let inner = &req.inner;
-    let Some(object) = req.object.as_ref().filter(|_| is_pod(req)) else {
-        return Outcome::default();
-    };
-    if creates_a_pod(req) {
-        let cel = Cel { bounds, arrival, cluster, ran: Vec::new() };
-        return mutate_pod(req, object, config, cel);
+    let Some(object) = req.object.as_ref() else { return Outcome::default() };
+    match PodChange::of(req) {
+        PodChange::Create => mutate_pod(req, object, config, Cel { bounds, arrival, cluster, ran: Vec::new() }),
+        PodChange::Update => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
+        PodChange::EphemeralContainers => rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings),
+        PodChange::Other => Outcome::default(),
     }
-    match (&inner.operation, inner.sub_resource.as_deref()) {
-        (Operation::Update, None) => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
-        (Operation::Update, Some("ephemeralcontainers")) => {
-            rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings)
+}
+
+/// What a request does to a pod, which decides what the injector does
+/// with it ([`mutate_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PodChange {
+    /// A pod's creation: the only request that gets templates, CEL
+    /// mutations (and so anything that reads namespaces) and defaults.
+    Create,
+    /// A pod's update: its images are kept on their mirrors.
+    Update,
+    /// Ephemeral containers added (the `ephemeralcontainers` subresource).
+    EphemeralContainers,
+    /// Anything else: another kind, operation or subresource.
+    Other,
+}
+
+impl PodChange {
+    /// What `req` does to a pod.
+    pub(crate) fn of(req: &Request) -> Self {
+        let kind = req.kind();
+        if !(kind.group.is_empty() && kind.version == "v1" && kind.kind == "Pod") {
+            return Self::Other;
         }
-        _ => Outcome::default(),
+        match (&req.inner.operation, req.inner.sub_resource.as_deref()) {
+            (Operation::Create, None) => Self::Create,
+            (Operation::Update, None) => Self::Update,
+            (Operation::Update, Some("ephemeralcontainers")) => Self::EphemeralContainers,
+            _ => Self::Other,
+        }
     }
-}
-
-fn is_pod(req: &Request) -> bool {
-    let kind = req.kind();
-    kind.group.is_empty() && kind.version == "v1" && kind.kind == "Pod"
-}
-
-/// Whether `req` creates a pod: the only request the CEL mutations (and so
-/// anything that reads namespaces) run on.
-pub(crate) fn creates_a_pod(req: &Request) -> bool {
-    is_pod(req) && req.inner.operation == Operation::Create && req.inner.sub_resource.is_none()
 }
 
 /// Injects the pod's templates, runs the CEL mutations, rewrites its images
@@ -469,26 +481,36 @@ mod tests {
     use rstest::rstest;
     use serde_json::json;
 
-    use super::creates_a_pod;
+    use super::PodChange;
 
     #[rstest]
-    #[case::a_pods_creation("", "Pod", "CREATE", None, true)]
-    #[case::a_pods_update("", "Pod", "UPDATE", None, false)]
-    #[case::ephemeral_containers("", "Pod", "UPDATE", Some("ephemeralcontainers"), false)]
-    #[case::a_binding("", "Pod", "CREATE", Some("binding"), false)]
-    #[case::a_deployment("apps", "Deployment", "CREATE", None, false)]
-    fn only_a_pods_creation_runs_the_mutations(
+    #[case::a_pods_creation("", "Pod", "pods", "CREATE", None, PodChange::Create)]
+    #[case::a_pods_update("", "Pod", "pods", "UPDATE", None, PodChange::Update)]
+    #[case::ephemeral_containers(
+        "",
+        "Pod",
+        "pods",
+        "UPDATE",
+        Some("ephemeralcontainers"),
+        PodChange::EphemeralContainers
+    )]
+    #[case::its_status("", "Pod", "pods", "UPDATE", Some("status"), PodChange::Other)]
+    #[case::its_deletion("", "Pod", "pods", "DELETE", None, PodChange::Other)]
+    #[case::a_binding("", "Binding", "pods", "CREATE", Some("binding"), PodChange::Other)]
+    #[case::a_deployment("apps", "Deployment", "deployments", "CREATE", None, PodChange::Other)]
+    fn what_a_request_does_to_a_pod(
         #[case] group: &str,
         #[case] kind: &str,
+        #[case] resource: &str,
         #[case] operation: &str,
         #[case] sub_resource: Option<&str>,
-        #[case] creates: bool,
+        #[case] change: PodChange,
     ) {
         let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": "u", "kind": {"group": group, "version": "v1", "kind": kind},
-            "resource": {"group": group, "version": "v1", "resource": "pods"}, "subResource": sub_resource,
+            "resource": {"group": group, "version": "v1", "resource": resource}, "subResource": sub_resource,
             "operation": operation, "userInfo": {}, "object": {"metadata": {"name": "p"}}}});
         let req = portcullis_admission::decode(review.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(creates_a_pod(&req), creates);
+        assert_eq!(PodChange::of(&req), change);
     }
 }

@@ -22,7 +22,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::config::{CelBounds, Config};
-use crate::mutate::{creates_a_pod, mutate_by};
+use crate::mutate::{PodChange, mutate_by};
 use crate::native::own::CompiledMutation;
 use crate::pod;
 
@@ -177,7 +177,7 @@ impl Webhook for Injector {
         let in_force = self.in_force.load();
         let (config, reads_namespaces) = (in_force.config.clone(), in_force.reads_namespaces);
         async move {
-            if reads_namespaces && creates_a_pod(&req) {
+            if reads_namespaces && PodChange::of(&req) == PodChange::Create {
                 wait_for_namespace(&*self.namespaces, &req).await;
             }
             let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
