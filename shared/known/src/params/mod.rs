@@ -194,7 +194,7 @@ pub enum ParamsError {
         /// The kind.
         kind: ParamKind,
         /// What discovery said.
-        why: String,
+        why: std::sync::Arc<str>,
     },
     /// The kind's first list has not arrived yet.
     #[error("paramKind kind `{0}` not yet synced to use for admission")]

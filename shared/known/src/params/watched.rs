@@ -83,7 +83,7 @@ enum State {
     /// Discovery has not answered yet.
     Discovering,
     /// Discovery failed (an unknown kind, or the API unreachable).
-    Unknown(String),
+    Unknown(Arc<str>),
     /// Watching.
     Watching { resource: ApiResource, scope: Scope, store: Store<DynamicObject> },
 }
@@ -95,8 +95,8 @@ enum State {
 pub enum KindRemark {
     /// Discovery says the API does not serve the kind (why). What reads it
     /// is in force meanwhile, failing by its failure policy, as in the API
-    /// server.
-    Unknown(String),
+    /// server. Shared with the kind's state: asking costs no copy.
+    Unknown(Arc<str>),
     /// The kind is not yet discovered or not yet listed: what reads it is
     /// not yet judged as it will be.
     Pending,
@@ -266,7 +266,7 @@ async fn run(client: kube::Client, kind: ParamKind, watched: Arc<Kind>, progress
                 tracing::warn!(param_kind = %kind, error = %error_chain(&err), "paramKind is not served by the API; policies reading it fail by their failure policy");
                 let previous = std::mem::replace(
                     &mut *watched.state.write().unwrap_or_else(std::sync::PoisonError::into_inner),
-                    State::Unknown(err.to_string()),
+                    State::Unknown(err.to_string().into()),
                 );
                 if !matches!(previous, State::Unknown(_)) {
                     progress.tell();
