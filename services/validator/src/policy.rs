@@ -58,6 +58,10 @@ pub enum PolicyError {
     /// server would refuse or that cannot be judged outside it.
     #[error(transparent)]
     Native(#[from] crate::native::NativeError),
+    /// A native ValidatingAdmissionPolicy or binding whose fields the API
+    /// server refuses, in its words.
+    #[error(transparent)]
+    NativeInvalid(#[from] crate::native::fields::Invalid),
     /// Native policies given to the webhook.
     #[error(
         "ValidatingAdmissionPolicy and its bindings are enforced by the API server itself: the webhook does not take \
@@ -445,12 +449,18 @@ impl PolicySet {
                     exceptions.push(raw);
                     continue;
                 }
+                // Files have not been through the API server's validation
+                // (the cluster's objects have): they go through ours.
                 native::POLICY_KIND => {
-                    native_policies.push(raw.into_object()?);
+                    let policy = raw.into_object()?;
+                    native::fields::policy(&policy)?;
+                    native_policies.push(policy);
                     continue;
                 }
                 native::BINDING_KIND => {
-                    native_bindings.push(raw.into_object()?);
+                    let binding = raw.into_object()?;
+                    native::fields::binding(&binding)?;
+                    native_bindings.push(binding);
                     continue;
                 }
                 _ => {}

@@ -10,11 +10,10 @@ use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use portcullis_admission::names::{GENERATED_PREFIX, MANAGED_BY};
 use portcullis_admission::selector;
-use portcullis_cel::CompileError;
 use portcullis_cel::cost::DEFAULT_LIMIT;
 
 use super::{Problem, builtin};
-use crate::cel::{self, CelError, CelProblem};
+use crate::cel;
 use crate::policy::{Action, FailurePolicy, PolicySpec};
 
 /// The label the API server sets on every namespace: its name.
@@ -200,8 +199,11 @@ pub fn generate(
             match_resources: None,
         },
     };
-    // The pair is compiled as the audit and `check` compile a native one:
-    // what the API server would refuse is not handed to it.
+    // The pair is checked and compiled as `check` checks and compiles a
+    // native one: what the API server would refuse is not handed to it.
+    if let Err(invalid) = super::fields::policy(&policy).and_then(|()| super::fields::binding(&binding)) {
+        return refuse(format!("the generated {invalid}"), "the API server would refuse it");
+    }
     if let Err(refused) = super::compile(&policy, &binding, DEFAULT_LIMIT) {
         match &*refused.problem {
             Problem::Empty => {
@@ -211,8 +213,6 @@ pub fn generate(
                      validations",
                 );
             }
-            // Portcullis' own bound on an expression's length, not the API server's.
-            Problem::Cel(CelError { problem: CelProblem::Expression(CompileError::TooLong(_)), .. }) => {}
             _ => {
                 return refuse(
                     format!(

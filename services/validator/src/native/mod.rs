@@ -15,6 +15,7 @@
 //! among the manifests offline; one that is not known fails the policy.
 
 pub mod builtin;
+pub mod fields;
 pub mod generate;
 mod pods;
 pub mod watched;
@@ -131,7 +132,8 @@ pub fn assemble(
 }
 
 /// Compiles `policy` through `binding`: CEL as the API server takes it
-/// (the cost estimate over `cost_limit` only warns), the match, the
+/// (an estimated cost over `cost_limit`, or an expression over Portcullis'
+/// length bound, only warns), the match, the
 /// actions and parameters.
 pub fn compile(
     policy: &ValidatingAdmissionPolicy,
@@ -199,14 +201,20 @@ pub fn compile(
     };
     let cel = match compile(cost_limit) {
         Ok(cel) => cel,
-        Err(e @ CelError { problem: CelProblem::Expression(CompileError::TooCostly { .. }), .. }) => {
-            // The API server takes it; its runtime budget bounds it, here as there.
+        Err(
+            e @ CelError {
+                problem: CelProblem::Expression(CompileError::TooCostly { .. } | CompileError::TooLong(_)),
+                ..
+            },
+        ) => {
+            // Portcullis' own load-time bounds, not the API server's, which
+            // takes it; its runtime budget bounds it, here as there.
             warnings.push(format!(
                 "ValidatingAdmissionPolicy {name:?}: {} (taken, as the API server takes it; its runtime cost \
                  limit applies)",
                 portcullis_telemetry::error_chain(&e)
             ));
-            compile(u64::MAX).map_err(|e| fail(Problem::Cel(e)))?
+            compile(portcullis_cel::UNBOUNDED).map_err(|e| fail(Problem::Cel(e)))?
         }
         Err(e) => return Err(fail(Problem::Cel(e))),
     };

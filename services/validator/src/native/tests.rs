@@ -159,6 +159,20 @@ fn a_quadratic_expression_is_taken_with_a_warning() {
     assert!(set.warnings[0].contains("estimated worst-case cost"), "{}", set.warnings[0]);
 }
 
+/// Portcullis' bound on an expression's length is its own: the API server
+/// takes a longer one, and so does a native policy's load, with a warning.
+#[test]
+fn a_long_expression_is_taken_with_a_warning_and_judged() {
+    let names = (0..500).map(|i| format!("'name-{i:03}'")).collect::<Vec<_>>().join(", ");
+    let long = POLICY.replace("object.spec.replicas <= 5", &format!("\"!(object.metadata.name in [{names}])\""));
+    let set = load(&long).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    assert!(set.warnings[0].contains("the limit is 5000"), "{}", set.warnings[0]);
+    let found = run(&set, &request("CREATE", "team-a", deployment("name-399", 1))).findings;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(run(&set, &request("CREATE", "team-a", deployment("web", 1))).findings.is_empty());
+}
+
 #[test]
 fn a_binding_without_its_policy_binds_nothing_and_the_webhook_refuses_natives() {
     let lonely = POLICY.split("---").nth(1).unwrap_or_default();
@@ -541,4 +555,41 @@ fn a_generated_pair_is_compiled_before_it_is_pushed_down() {
         spec.validations.iter().flatten().flat_map(|v| [Some(&v.expression), v.message_expression.as_ref()]);
     let mut expressions = variables.chain(validations).flatten();
     assert!(expressions.any(|e| e.len() > portcullis_cel::MAX_EXPRESSION_LEN), "the case is over the bound");
+}
+
+/// A generated pair the API server's validation would refuse (here: a
+/// message with a line break, which the webhook can show) is not pushed
+/// down; the refusal quotes the API server's field error.
+#[test]
+fn a_generated_pair_the_api_server_would_refuse_is_not_pushed_down() {
+    let ours = "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {name: p}\nspec:\n  match:\n    \
+                resources: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]\n  validations:\n  \
+                - {expression: 'object.spec.replicas <= 5', message: \"at most\\nfive\"}\n";
+    let refused = generated(ours).expect_err("refused");
+    assert!(
+        refused.field.starts_with("the generated ValidatingAdmissionPolicy.admissionregistration.k8s.io"),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .field
+            .ends_with(r#"spec.validations[0].message: Invalid value: "at most\nfive": must not contain line breaks"#),
+        "{refused}"
+    );
+    assert!(generated(&ours.replace("\\n", " ")).is_ok(), "on one line it is pushed down");
+}
+
+/// `check` refuses a native policy whose fields the API server refuses,
+/// with every error in its words (the e2e suite `native_invalid` compares
+/// them with the real API server's).
+#[test]
+fn a_native_policy_the_api_server_refuses_is_refused_with_every_error() {
+    let bad = POLICY
+        .replace("metadata: {name: replicas}", "metadata: {name: Replicas}")
+        .replace("    message: at most 5 replicas", "    message: \"at most\\n5\"");
+    let error = load(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(
+        error,
+        r#"ValidatingAdmissionPolicy.admissionregistration.k8s.io "Replicas" is invalid: [metadata.name: Invalid value: "Replicas": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), spec.validations[0].message: Invalid value: "at most\n5": must not contain line breaks]"#
+    );
 }

@@ -1,0 +1,148 @@
+//! Native policies and bindings that the API server refuses are refused
+//! by `check` in the API server's words. Each case is created in the real
+//! API server (server-side dry run) and given to `portcullis-validator
+//! check`: the field errors must be the same, in the same order, one for
+//! one; and a valid pair, taken by both, is taken by `check` too.
+
+use std::process::Command;
+
+use portcullis_e2e::{binaries, cluster};
+
+/// A policy with `spec` as its spec (flow YAML, one line per field).
+fn policy(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+    )
+}
+
+const RULES: &str = "  matchConstraints:\n    resourceRules:\n    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], \
+                     resources: [deployments]}\n";
+const VALIDATIONS: &str = "  validations:\n  - {expression: 'object.spec.replicas <= 5'}\n";
+
+/// Each case: what it shows, and the one object's YAML.
+fn cases() -> Vec<(&'static str, String)> {
+    let long_name = format!("{}.example.com", "a".repeat(250));
+    vec![
+        (
+            "a message with a line break",
+            policy(
+                "line-break.example.com",
+                &format!("{RULES}  validations:\n  - {{expression: 'object.spec.replicas <= 5', message: \"at most\\nfive\"}}\n"),
+            ),
+        ),
+        (
+            "messages of spaces only",
+            policy(
+                "spaces.example.com",
+                &format!("{RULES}  validations:\n  - {{expression: 'true', message: '  ', messageExpression: '  '}}\n"),
+            ),
+        ),
+        (
+            "rules without groups, versions, resources or a known operation",
+            policy(
+                "rules.example.com",
+                &format!(
+                    "  matchConstraints:\n    resourceRules:\n    - {{apiGroups: [], apiVersions: ['*', v1], operations: [PATCH], \
+                     resources: []}}\n{VALIDATIONS}"
+                ),
+            ),
+        ),
+        (
+            "match conditions and variables badly named",
+            policy(
+                "names.example.com",
+                &format!(
+                    "{RULES}  matchConditions:\n  - {{name: 'not a name', expression: 'true'}}\n  - {{name: a/b/c, expression: 'true'}}\n  \
+                     - {{name: example.com/x, expression: 'true'}}\n  - {{name: example.com/x, expression: 'true'}}\n  \
+                     - {{name: -x, expression: 'true'}}\n  variables:\n  - {{name: in, expression: '1'}}\n  - {{name: 2x, expression: '1'}}\n{VALIDATIONS}"
+                ),
+            ),
+        ),
+        ("a name that is not a DNS subdomain", policy("Not_A_Name", &format!("{RULES}{VALIDATIONS}"))),
+        ("a name over 253 characters", policy(&long_name, &format!("{RULES}{VALIDATIONS}"))),
+        (
+            "a binding with name and selector, no parameterNotFoundAction, an action twice",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {name: bad-binding.example.com}\nspec:\n  policyName: Some_Policy\n  validationActions: [Deny, Deny]\n  \
+             paramRef: {name: limits, selector: {matchLabels: {a: b}}}\n"
+                .to_owned(),
+        ),
+        (
+            "a binding with neither name nor selector, an unknown action on no params",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {name: empty-ref.example.com}\nspec:\n  policyName: p\n  validationActions: [Warn]\n  \
+             paramRef: {parameterNotFoundAction: Ignore}\n"
+                .to_owned(),
+        ),
+    ]
+}
+
+/// The API server's field errors for `yaml`, as its 422 message lists
+/// them (`[a, b]` for several); `None` when it takes it.
+fn api_server(yaml: &str) -> Option<String> {
+    let out = cluster().kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], yaml);
+    if out.status.success() {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, errors) = stderr.split_once(" is invalid: ").unwrap_or_else(|| panic!("not a 422: {stderr}"));
+    // kubectl lists several errors one a line, each after "* ".
+    let causes: Vec<&str> = errors.split("\n* ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    Some(if causes.len() == 1 { causes[0].to_owned() } else { format!("[{}]", causes.join(", ")) })
+}
+
+/// `check`'s field errors for `yaml`, as its error says them; `None` when
+/// it takes it.
+fn check(yaml: &str) -> Option<String> {
+    let dir = tempfile::tempdir().expect("a test step");
+    let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
+    std::fs::write(&policy, yaml).expect("a test step");
+    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
+        .expect("a test step");
+    let out = Command::new(binaries().join("portcullis-validator"))
+        .args(["check", "--policy"])
+        .arg(&policy)
+        .arg("-f")
+        .arg(&objects)
+        .output()
+        .expect("a test step");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        return None;
+    }
+    let (_, errors) = stderr.split_once(" is invalid: ").unwrap_or_else(|| panic!("not refused as invalid: {stderr}"));
+    Some(errors.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+#[test]
+fn check_refuses_what_the_api_server_refuses_in_its_words() {
+    let mut differences = Vec::new();
+    for (what, yaml) in cases() {
+        let theirs = api_server(&yaml).unwrap_or_else(|| panic!("the API server takes {what}"));
+        let ours = check(&yaml);
+        if ours.as_deref() != Some(theirs.as_str()) {
+            differences.push(format!("{what}:\n  API server: {theirs}\n  check:      {ours:?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+}
+
+#[test]
+fn a_valid_pair_is_taken_by_both() {
+    let yaml = format!(
+        "{}---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {{name: valid.example.com}}\nspec:\n  policyName: valid.example.com\n  validationActions: [Deny]\n",
+        policy(
+            "valid.example.com",
+            &format!(
+                "{RULES}  matchConditions:\n  - {{name: example.com/Has-Replicas_1, expression: 'has(object.spec.replicas)'}}\n  \
+                 variables:\n  - {{name: _max, expression: '5'}}\n  validations:\n  - {{expression: 'object.spec.replicas <= variables._max', \
+                 message: '  at most five  '}}\n"
+            )
+        )
+    );
+    for document in yaml.split("---\n") {
+        assert_eq!(api_server(document), None, "the API server takes {document}");
+    }
+    assert_eq!(check(&yaml), None, "check takes it");
+}
