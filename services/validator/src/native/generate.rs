@@ -104,9 +104,12 @@ pub fn generate(
                 "a ValidatingAdmissionPolicy selects by resource, not by kind: name the resources instead",
             );
         }
+        // Empty is every group or version in a ValidatorPolicy (its
+        // default); the API server requires a VAP's rule to say `*`.
+        let every = |list: &Vec<String>| if list.is_empty() { vec!["*".to_owned()] } else { list.clone() };
         rules.push(reg::NamedRuleWithOperations {
-            api_groups: Some(rule.api_groups.clone()),
-            api_versions: Some(rule.api_versions.clone()),
+            api_groups: Some(every(&rule.api_groups)),
+            api_versions: Some(every(&rule.api_versions)),
             resources: Some(rule.resources.clone()),
             operations: Some(operations.clone()),
             scope: scope.clone(),

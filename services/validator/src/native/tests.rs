@@ -546,6 +546,13 @@ fn a_generated_pair_is_compiled_before_it_is_pushed_down() {
     };
     let nothing = generated(&policy("{services: {}}")).expect_err("nothing to push down");
     assert_eq!(nothing.field, "spec.rules", "{nothing}");
+    // Empty groups and versions are every one in a ValidatorPolicy; the API server wants `*`.
+    let every =
+        generated(&policy("{replicas: {max: 3}}").replace("apiGroups: [apps]", "apiGroups: [], apiVersions: []"))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let rules = every.policy.spec.and_then(|s| s.match_constraints?.resource_rules).unwrap_or_default();
+    assert_eq!(rules[0].api_groups, Some(vec!["*".to_owned()]));
+    assert_eq!(rules[0].api_versions, Some(vec!["*".to_owned()]));
     let registries = (0..100).map(|i| format!("registry-{i:03}.example.com")).collect::<Vec<_>>().join(", ");
     let long = generated(&policy(&format!("{{images: {{allowedRegistries: [{registries}], forbidLatest: true}}}}")))
         .unwrap_or_else(|e| panic!("{e}"));
