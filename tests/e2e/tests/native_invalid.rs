@@ -58,6 +58,11 @@ fn cases() -> Vec<(&'static str, String)> {
                 ),
             ),
         ),
+        ("no matchConstraints", policy("unmatched.example.com", VALIDATIONS)),
+        (
+            "no resourceRules",
+            policy("no-rules.example.com", &format!("  matchConstraints: {{namespaceSelector: {{}}}}\n{VALIDATIONS}")),
+        ),
         ("a name that is not a DNS subdomain", policy("Not_A_Name", &format!("{RULES}{VALIDATIONS}"))),
         ("a name over 253 characters", policy(&long_name, &format!("{RULES}{VALIDATIONS}"))),
         (

@@ -97,8 +97,15 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             errors.required("spec.paramKind.kind", "");
         }
     }
-    if let Some(constraints) = &spec.match_constraints {
-        errors.match_resources("spec.matchConstraints", constraints);
+    match &spec.match_constraints {
+        None => errors.required("spec.matchConstraints", ""),
+        Some(constraints) => {
+            errors.match_resources("spec.matchConstraints", constraints);
+            // At least one rule: it gives the expressions their types.
+            if constraints.resource_rules.as_deref().unwrap_or_default().is_empty() {
+                errors.required("spec.matchConstraints.resourceRules", "");
+            }
+        }
     }
     let conditions = spec.match_conditions.as_deref().unwrap_or_default();
     if conditions.len() > MAX_MATCH_CONDITIONS {
