@@ -497,6 +497,7 @@ mod tests {
     #[case::its_status("", "Pod", "pods", "UPDATE", Some("status"), PodChange::Other)]
     #[case::its_deletion("", "Pod", "pods", "DELETE", None, PodChange::Other)]
     #[case::a_binding("", "Binding", "pods", "CREATE", Some("binding"), PodChange::Other)]
+    #[case::a_pods_subresource_created("", "Pod", "pods", "CREATE", Some("status"), PodChange::Other)]
     #[case::a_deployment("apps", "Deployment", "deployments", "CREATE", None, PodChange::Other)]
     fn what_a_request_does_to_a_pod(
         #[case] group: &str,

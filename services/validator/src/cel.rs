@@ -10,7 +10,9 @@ use std::time::Instant;
 
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::reads::DataReads;
-use portcullis_cel::{Bindings, CompileError, Converted, Expression, Scope, Value as Cel, compile};
+use portcullis_cel::{
+    Bindings, CompileError, Converted, Environment, Expression, LoadBounds, Scope, Value as Cel, compile_in,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -166,37 +168,42 @@ pub enum CelProblem {
     #[error(transparent)]
     Expression(#[from] CompileError),
     /// An audit annotation key that is not a valid name.
-    #[error("key {0:?} must be 1-63 letters, digits, '-', '_' or '.'")]
+    #[error("key {0:?} must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit")]
     BadKey(String),
     /// Two audit annotations with one key.
     #[error("key {0:?} is used twice")]
     DuplicateKey(String),
 }
 
-fn compile_named(name: &str, at: impl FnOnce() -> String, source: &str, cost_limit: u64) -> Result<Compiled, CelError> {
-    match compile(source, cost_limit) {
+fn compile_named(
+    name: &str,
+    at: impl FnOnce() -> String,
+    source: &str,
+    bounds: LoadBounds,
+) -> Result<Compiled, CelError> {
+    match compile_in(Environment::Validation, source, bounds) {
         Ok(expression) => Ok(Compiled { name: name.to_owned(), expression }),
         Err(problem) => Err(CelError { at: at(), problem: problem.into() }),
     }
 }
 
 impl CelRules {
-    /// Compiles every expression; the first that fails to compile or costs
-    /// more than `cost_limit` is reported with its position.
+    /// Compiles every expression; the first that fails to compile or is
+    /// out of `bounds` is reported with its position.
     pub fn compile(
         match_conditions: Vec<NamedExpression>,
         variables: Vec<NamedExpression>,
         validations: Vec<Validation>,
         audit_annotations: Vec<AuditAnnotation>,
-        cost_limit: u64,
+        bounds: LoadBounds,
     ) -> Result<Self, CelError> {
         let match_conditions = match_conditions
             .iter()
-            .map(|c| compile_named(&c.name, || format!("matchConditions {:?}", c.name), &c.expression, cost_limit))
+            .map(|c| compile_named(&c.name, || format!("matchConditions {:?}", c.name), &c.expression, bounds))
             .collect::<Result<_, _>>()?;
         let variables = variables
             .iter()
-            .map(|v| compile_named(&v.name, || format!("variables {:?}", v.name), &v.expression, cost_limit))
+            .map(|v| compile_named(&v.name, || format!("variables {:?}", v.name), &v.expression, bounds))
             .collect::<Result<_, _>>()?;
         let validations = validations
             .iter()
@@ -205,10 +212,10 @@ impl CelRules {
                 let message_expression = v
                     .message_expression
                     .as_deref()
-                    .map(|m| compile_named("", || format!("validations[{i}].messageExpression"), m, cost_limit))
+                    .map(|m| compile_named("", || format!("validations[{i}].messageExpression"), m, bounds))
                     .transpose()?;
                 Ok(CompiledValidation {
-                    expression: compile_named("", || format!("validations[{i}]"), &v.expression, cost_limit)?,
+                    expression: compile_named("", || format!("validations[{i}]"), &v.expression, bounds)?,
                     message: v.message.clone(),
                     message_expression,
                     reason: v.reason.unwrap_or_default(),
@@ -221,16 +228,15 @@ impl CelRules {
             .enumerate()
             .map(|(i, a)| {
                 let at = || format!("auditAnnotations[{i}]");
-                let valid = (1..=63).contains(&a.key.len())
-                    && a.key.starts_with(|c: char| c.is_ascii_alphanumeric())
-                    && a.key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+                // The API server's rule: `<policy>/<key>` is a qualified name.
+                let valid = a.key.len() <= 63 && crate::native::fields::is_name_part(&a.key);
                 if !valid {
                     return Err(CelError { at: at(), problem: CelProblem::BadKey(a.key.clone()) });
                 }
                 if !keys.insert(a.key.as_str()) {
                     return Err(CelError { at: at(), problem: CelProblem::DuplicateKey(a.key.clone()) });
                 }
-                let value = compile_named("", || format!("{}.valueExpression", at()), &a.value_expression, cost_limit)?;
+                let value = compile_named("", || format!("{}.valueExpression", at()), &a.value_expression, bounds)?;
                 Ok((a.key.clone(), value))
             })
             .collect::<Result<_, CelError>>()?;

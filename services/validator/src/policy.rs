@@ -58,10 +58,6 @@ pub enum PolicyError {
     /// server would refuse or that cannot be judged outside it.
     #[error(transparent)]
     Native(#[from] crate::native::NativeError),
-    /// A native ValidatingAdmissionPolicy or binding whose fields the API
-    /// server refuses, in its words.
-    #[error(transparent)]
-    NativeInvalid(#[from] crate::native::fields::Invalid),
     /// Native policies given to the webhook.
     #[error(
         "ValidatingAdmissionPolicy and its bindings are enforced by the API server itself: the webhook does not take \
@@ -322,7 +318,7 @@ impl Policy {
             spec.variables,
             spec.validations,
             spec.audit_annotations,
-            cost_limit,
+            portcullis_cel::LoadBounds::Portcullis { cost: cost_limit },
         )?;
         if spec.rules.is_empty() && cel.validations.is_empty() {
             return Err(Reason::Empty);
@@ -452,14 +448,16 @@ impl PolicySet {
                 // Files have not been through the API server's validation
                 // (the cluster's objects have): they go through ours.
                 native::POLICY_KIND => {
+                    let origin = raw.origin.clone();
                     let policy = raw.into_object()?;
-                    native::fields::policy(&policy)?;
+                    native::fields::policy(&policy).map_err(|e| origin.invalid(e))?;
                     native_policies.push(policy);
                     continue;
                 }
                 native::BINDING_KIND => {
+                    let origin = raw.origin.clone();
                     let binding = raw.into_object()?;
-                    native::fields::binding(&binding)?;
+                    native::fields::binding(&binding).map_err(|e| origin.invalid(e))?;
                     native_bindings.push(binding);
                     continue;
                 }

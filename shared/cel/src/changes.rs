@@ -154,10 +154,11 @@ fn below(expr: &IdedExpr) -> Changes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Environment, compile_in};
+    use crate::{Environment, LoadBounds, compile_in};
 
     fn expression(source: &str) -> Expression {
-        compile_in(Environment::Mutation, source, crate::cost::DEFAULT_LIMIT).expect("compiles")
+        compile_in(Environment::Mutation, source, LoadBounds::Portcullis { cost: crate::cost::DEFAULT_LIMIT })
+            .expect("compiles")
     }
 
     fn fields<const N: usize>(entries: [(&str, Changes); N]) -> Changes {

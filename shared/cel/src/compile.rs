@@ -12,10 +12,25 @@ use crate::cost;
 /// alongside the evaluation deadline.
 pub const MAX_EXPRESSION_LEN: usize = 5_000;
 
-/// The cost limit under which an expression is compiled as the API server
-/// compiles a native policy's: neither its estimated cost nor its length
-/// ([`MAX_EXPRESSION_LEN`]) is bounded at load, only its evaluation is.
-pub const UNBOUNDED: u64 = u64::MAX;
+/// The longest expression the API server's CEL parser takes, in code
+/// points.
+pub const API_SERVER_MAX_LEN: usize = 100_000;
+
+/// What bounds an expression at load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadBounds {
+    /// Portcullis' own, for its policies and configurations: at most
+    /// [`MAX_EXPRESSION_LEN`] bytes, and an estimated cost beyond work
+    /// linear in the object of at most `cost` (`--cel-cost-limit`).
+    Portcullis {
+        /// The cost limit.
+        cost: u64,
+    },
+    /// The API server's, for a native policy's expressions: at most
+    /// [`API_SERVER_MAX_LEN`] code points; the cost is bounded when it
+    /// runs, not at load.
+    ApiServer,
+}
 
 /// A compiled expression with its source.
 #[derive(Debug)]
@@ -51,9 +66,14 @@ impl Expression {
 /// evaluates CEL sets these limits (`--cel-cost-limit`).
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
-    /// Longer than [`MAX_EXPRESSION_LEN`].
-    #[error("expression is {0} characters; the limit is {MAX_EXPRESSION_LEN}")]
-    TooLong(usize),
+    /// Longer than its bounds allow ([`LoadBounds`]).
+    #[error("expression is {length} characters; the limit is {limit}")]
+    TooLong {
+        /// Its length.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Not CEL.
     #[error("{expression:?} does not compile")]
     Syntax {
@@ -156,18 +176,22 @@ impl std::fmt::Display for Environment {
     }
 }
 
-/// Compiles `source` in the validation environment, refusing it when it is
-/// longer than [`MAX_EXPRESSION_LEN`] or its estimated cost beyond work
-/// linear in the object ([`cost::Cost::superlinear`]) is over
-/// `cost_limit`; under [`UNBOUNDED`], neither.
+/// Compiles `source` in the validation environment within Portcullis' own
+/// bounds ([`LoadBounds::Portcullis`]), refusing it when it is longer than
+/// [`MAX_EXPRESSION_LEN`] or its estimated cost beyond work linear in the
+/// object ([`cost::Cost::superlinear`]) is over `cost_limit`.
 pub fn compile(source: &str, cost_limit: u64) -> Result<Expression, CompileError> {
-    compile_in(Environment::Validation, source, cost_limit)
+    compile_in(Environment::Validation, source, LoadBounds::Portcullis { cost: cost_limit })
 }
 
-/// Compiles `source` as [`compile`] does, in `environment`.
-pub fn compile_in(environment: Environment, source: &str, cost_limit: u64) -> Result<Expression, CompileError> {
-    if source.len() > MAX_EXPRESSION_LEN && cost_limit != UNBOUNDED {
-        return Err(CompileError::TooLong(source.len()));
+/// Compiles `source` in `environment` within `bounds`.
+pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) -> Result<Expression, CompileError> {
+    let (length, limit, cost_limit) = match bounds {
+        LoadBounds::Portcullis { cost } => (source.len(), MAX_EXPRESSION_LEN, cost),
+        LoadBounds::ApiServer => (source.chars().count(), API_SERVER_MAX_LEN, u64::MAX),
+    };
+    if length > limit {
+        return Err(CompileError::TooLong { length, limit });
     }
     // Kubernetes' CEL environment has the optional syntax (`a.?b`, `[?x]`).
     let parser = Parser::new().enable_optional_syntax(true);
@@ -234,10 +258,13 @@ mod tests {
         assert!(matches!(unsupported, Err(CompileError::Unsupported { variable: "authorizer", .. })));
         let namespace = "namespaceObject.metadata.name == 'x'";
         assert!(compile(namespace, u64::MAX).is_ok(), "the validator binds namespaceObject");
-        assert!(compile_in(Environment::Mutation, namespace, u64::MAX).is_ok(), "and the injector");
+        assert!(compile_in(Environment::Mutation, namespace, LoadBounds::ApiServer).is_ok(), "and the injector");
         let long = format!("'{}' != ''", "a".repeat(MAX_EXPRESSION_LEN));
-        assert!(matches!(compile(&long, u64::MAX - 1), Err(CompileError::TooLong(_))));
-        assert!(compile(&long, UNBOUNDED).is_ok(), "as the API server takes a native policy's");
+        assert!(matches!(compile(&long, u64::MAX), Err(CompileError::TooLong { limit: MAX_EXPRESSION_LEN, .. })));
+        assert!(compile_in(Environment::Validation, &long, LoadBounds::ApiServer).is_ok(), "as the API server");
+        let longer = format!("'{}' != ''", "é".repeat(API_SERVER_MAX_LEN));
+        let refused = compile_in(Environment::Validation, &longer, LoadBounds::ApiServer);
+        assert!(matches!(refused, Err(CompileError::TooLong { length, .. }) if length == API_SERVER_MAX_LEN + 8));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");
     }
 
@@ -245,10 +272,10 @@ mod tests {
     fn message_types_belong_to_mutations() {
         let object = "Object{metadata: Object.metadata{labels: {'a': 'b'}}}";
         assert!(matches!(compile(object, u64::MAX), Err(CompileError::UndeclaredType { .. })));
-        assert!(compile_in(Environment::Mutation, object, u64::MAX).is_ok());
+        assert!(compile_in(Environment::Mutation, object, LoadBounds::ApiServer).is_ok());
         let patch = "[JSONPatch{op: 'add', path: '/x', value: 1}]";
-        assert!(compile_in(Environment::Mutation, patch, u64::MAX).is_ok());
-        let other = compile_in(Environment::Mutation, "[1].map(x, Foo{a: x})", u64::MAX);
+        assert!(compile_in(Environment::Mutation, patch, LoadBounds::ApiServer).is_ok());
+        let other = compile_in(Environment::Mutation, "[1].map(x, Foo{a: x})", LoadBounds::ApiServer);
         assert!(matches!(other, Err(CompileError::UndeclaredType { type_name, .. }) if type_name == "Foo"));
     }
 }

@@ -74,10 +74,10 @@ fn at(value: &Value, path: &mut String) -> Result<serde_json::Value, NotJson> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Environment, compile_in};
+    use crate::{Environment, LoadBounds, compile_in};
 
     fn run(source: &str) -> Value {
-        let expression = compile_in(Environment::Mutation, source, u64::MAX).unwrap();
+        let expression = compile_in(Environment::Mutation, source, LoadBounds::ApiServer).unwrap();
         expression.program.execute(&cel::Context::default()).unwrap()
     }
 

@@ -34,6 +34,8 @@ pub mod reads;
 pub mod workers;
 
 pub use cel::{ExecutionError, Value};
-pub use compile::{CompileError, Environment, Expression, MAX_EXPRESSION_LEN, UNBOUNDED, compile, compile_in};
+pub use compile::{
+    API_SERVER_MAX_LEN, CompileError, Environment, Expression, LoadBounds, MAX_EXPRESSION_LEN, compile, compile_in,
+};
 pub use convert::{Bindings, Converted};
 pub use evaluate::{Constant, Exceeded, Scope, evaluate, fold};

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use portcullis_cel::budget::Limits;
-use portcullis_cel::{Environment, Value, compile_in, fold};
+use portcullis_cel::{Environment, LoadBounds, Value, compile_in, fold};
 
 fn folded(source: &str) -> Option<Value> {
-    fold(&compile_in(Environment::Mutation, source, u64::MAX).expect("compiles")).map(|c| c.value)
+    fold(&compile_in(Environment::Mutation, source, LoadBounds::ApiServer).expect("compiles")).map(|c| c.value)
 }
 
 #[test]
@@ -37,7 +37,7 @@ fn what_names_a_variable_or_fails_is_left_to_each_request() {
 #[test]
 fn a_request_uses_the_value_only_where_evaluating_would_succeed() {
     let source = r#"Object{metadata: Object.metadata{labels: {"team": "unassigned"}}}"#;
-    let constant = fold(&compile_in(Environment::Mutation, source, u64::MAX).unwrap()).expect("folds");
+    let constant = fold(&compile_in(Environment::Mutation, source, LoadBounds::ApiServer).unwrap()).expect("folds");
     assert!(constant.cost > 0, "folding counts what it spends");
     let far = Instant::now() + Duration::from_secs(60);
     let within = Limits { per_call: constant.cost, per_policy: constant.cost };

@@ -34,6 +34,11 @@ pub fn report(namespace: Option<&str>) -> Option<Value> {
     out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("a report as JSON"))
 }
 
+/// The result of `policy` for the object named `name` in `report`.
+pub fn result<'a>(report: &'a Value, policy: &str, name: &str) -> Option<&'a Value> {
+    report["results"].as_array()?.iter().find(|r| r["policy"] == policy && r["resources"][0]["name"] == name)
+}
+
 /// Starts an audit replica named `name` (Lease `lease`) judging by the
 /// policy files `policy`, with `extra` flags, exporting to the cluster's
 /// Jaeger as `portcullis-validator-audit`; returns it with its admin

@@ -9,18 +9,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use portcullis_e2e::audit::{install_reports as install, report as get_report, start as audit};
+use portcullis_e2e::audit::{install_reports as install, report as get_report, result, start as audit};
 use portcullis_e2e::{binaries, cluster, eventually, jaeger_traces, memory_kib, metric, ok, repo, spans_of, unique};
 use portcullis_test_support::process;
 use serde_json::Value;
 
 const MINUTE: Duration = Duration::from_secs(60);
-
-/// The report of `namespace` (or the ClusterReport for `None`), as kubectl shows it.
-/// The result of `policy` for the object named `name`.
-fn result<'a>(report: &'a Value, policy: &str, name: &str) -> Option<&'a Value> {
-    report["results"].as_array()?.iter().find(|r| r["policy"] == policy && r["resources"][0]["name"] == name)
-}
 
 fn summary(report: &Value) -> [u64; 3] {
     ["pass", "fail", "warn"].map(|k| report["summary"][k].as_u64().unwrap_or_default())

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use portcullis_e2e::audit::{self, install_reports, start_watching};
+use portcullis_e2e::audit::{self, install_reports, result, start_watching};
 use portcullis_e2e::webhook::namespace;
 use portcullis_e2e::{cluster, eventually, ok, unique};
 use serde_json::{Value, json};
@@ -123,11 +123,6 @@ fn api_server(object: &Value) -> (Option<String>, Vec<String>) {
         message.trim().to_owned()
     });
     (denial, warnings)
-}
-
-/// The result of `policy` for the ConfigMap `name` in `report`.
-fn result<'a>(report: &'a Value, policy: &str, name: &str) -> Option<&'a Value> {
-    report["results"].as_array()?.iter().find(|r| r["policy"] == policy && r["resources"][0]["name"] == name)
 }
 
 #[tokio::test]

@@ -60,6 +60,26 @@ fn cases() -> Vec<(&'static str, String)> {
         ),
         ("no matchConstraints", policy("unmatched.example.com", VALIDATIONS)),
         (
+            "a reason, a failure policy, a scope and a match policy the API server does not know, '*' beside an operation",
+            policy(
+                "unknown-values.example.com",
+                "  failurePolicy: Sometimes\n  matchConstraints:\n    matchPolicy: Loose\n    resourceRules:\n    \
+                     - {apiGroups: [apps], apiVersions: [v1], operations: ['*', CREATE], resources: [deployments], scope: Everywhere}\n  \
+                     validations:\n  - {expression: 'true', reason: Unauthorized}\n",
+            ),
+        ),
+        (
+            "audit annotations keyed badly and twice, one without a value",
+            policy(
+                "annotations.example.com",
+                &format!(
+                    "{RULES}  auditAnnotations:\n  - {{key: a-, valueExpression: \"'x'\"}}\n  - {{key: k, valueExpression: \"'x'\"}}\n  \
+                     - {{key: k, valueExpression: '  '}}\n"
+                ),
+            ),
+        ),
+        ("neither validations nor audit annotations", policy("empty.example.com", RULES)),
+        (
             "no resourceRules",
             policy("no-rules.example.com", &format!("  matchConstraints: {{namespaceSelector: {{}}}}\n{VALIDATIONS}")),
         ),
@@ -70,6 +90,12 @@ fn cases() -> Vec<(&'static str, String)> {
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
              metadata: {name: bad-binding.example.com}\nspec:\n  policyName: Some_Policy\n  validationActions: [Deny, Deny]\n  \
              paramRef: {name: limits, selector: {matchLabels: {a: b}}}\n"
+                .to_owned(),
+        ),
+        (
+            "a binding with Deny, Warn and an unknown action, Deny twice",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {name: actions.example.com}\nspec:\n  policyName: p\n  validationActions: [Deny, Warn, Block, Deny]\n"
                 .to_owned(),
         ),
         (
@@ -142,7 +168,8 @@ fn a_valid_pair_is_taken_by_both() {
             &format!(
                 "{RULES}  matchConditions:\n  - {{name: example.com/Has-Replicas_1, expression: 'has(object.spec.replicas)'}}\n  \
                  variables:\n  - {{name: _max, expression: '5'}}\n  validations:\n  - {{expression: 'object.spec.replicas <= variables._max', \
-                 message: '  at most five  '}}\n"
+                 message: \"  at most five\\n\", reason: RequestEntityTooLarge}}\n  auditAnnotations:\n  \
+                 - {{key: Replicas_2, valueExpression: 'string(object.spec.replicas)'}}\n"
             )
         )
     );

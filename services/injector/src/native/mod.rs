@@ -23,7 +23,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use portcullis_admission::native_match::{MatchError, NativeMatch};
 use portcullis_cel::reads::DataReads;
-use portcullis_cel::{CompileError, Environment, Expression, compile_in};
+use portcullis_cel::{CompileError, Environment, Expression, LoadBounds, compile_in};
 use portcullis_known::params::{ParamSpecError, Params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -283,7 +283,8 @@ impl Uncompiled<'_> {
     fn compile(self, cost_limit: u64) -> Result<NativeMutation, Problem> {
         let prefix = self.field_prefix;
         let expression = |field: String, source: &str| {
-            compile_in(Environment::Mutation, source, cost_limit).map_err(|error| Problem::Expression { field, error })
+            compile_in(Environment::Mutation, source, LoadBounds::Portcullis { cost: cost_limit })
+                .map_err(|error| Problem::Expression { field, error })
         };
         let mut conditions = Vec::new();
         for (i, c) in self.conditions.iter().enumerate() {

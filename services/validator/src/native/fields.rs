@@ -11,12 +11,15 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchResources, NamedRuleWithOperations, ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingAdmissionPolicySpec, Validation,
 };
 
 /// The API server's limit on a policy's match conditions.
 const MAX_MATCH_CONDITIONS: usize = 64;
 /// The API server's limit on a policy's audit annotations.
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
+/// The API server's limit on an audit annotation's value expression.
+const MAX_AUDIT_ANNOTATION_VALUE: usize = 5 * 1024;
 const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const DNS_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or \
                              '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex \
@@ -87,8 +90,16 @@ pub fn binding(binding: &ValidatingAdmissionPolicyBinding) -> Result<(), Invalid
 /// The field errors of `policy`, in the API server's order and words.
 fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     let mut errors = Errors::default();
-    errors.name("metadata.name", policy.metadata.name.as_deref().unwrap_or_default(), true);
-    let Some(spec) = &policy.spec else { return errors.0 };
+    let name = policy.metadata.name.as_deref().unwrap_or_default();
+    if policy.metadata.generate_name.as_deref().unwrap_or_default().is_empty() || !name.is_empty() {
+        errors.name("metadata.name", name, true);
+    }
+    // No spec is an empty one, as the API server reads it.
+    let default = Default::default();
+    let spec: &ValidatingAdmissionPolicySpec = policy.spec.as_ref().unwrap_or(&default);
+    if let Some(failure) = &spec.failure_policy {
+        errors.unsupported("spec.failurePolicy", failure, &["Fail", "Ignore"]);
+    }
     if let Some(kind) = &spec.param_kind {
         if kind.api_version.as_deref().unwrap_or_default().is_empty() {
             errors.required("spec.paramKind.apiVersion", "");
@@ -123,9 +134,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         if condition.name.is_empty() {
             errors.required(&format!("{at}.name"), "");
         } else {
-            for problem in qualified_name(&condition.name) {
-                errors.invalid(&format!("{at}.name"), &condition.name, &problem);
-            }
+            errors.qualified_name(&format!("{at}.name"), &condition.name);
             if !names.insert(condition.name.as_str()) {
                 errors.push(&format!("{at}.name"), format!("Duplicate value: {}", quoted(&condition.name)));
             }
@@ -142,32 +151,47 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             errors.required(&format!("{at}.expression"), "expression is not specified");
         }
     }
-    for (i, validation) in spec.validations.iter().flatten().enumerate() {
-        let at = format!("spec.validations[{i}]");
-        if validation.expression.trim().is_empty() {
-            errors.required(&format!("{at}.expression"), "expression is not specified");
-        }
-        let message_expression = validation.message_expression.as_deref().unwrap_or_default();
-        if !message_expression.is_empty() && message_expression.trim().is_empty() {
-            errors.invalid(&format!("{at}.messageExpression"), message_expression, "must be non-empty if specified");
-        }
-        let message = validation.message.as_deref().unwrap_or_default();
-        if !message.is_empty() && message.trim().is_empty() {
-            errors.invalid(&format!("{at}.message"), message, "must be non-empty if specified");
-        } else if message.trim().contains(['\n', '\r']) {
-            errors.invalid(&format!("{at}.message"), message, "must not contain line breaks");
-        }
-    }
+    let validations = spec.validations.as_deref().unwrap_or_default();
     let annotations = spec.audit_annotations.as_deref().unwrap_or_default();
+    if validations.is_empty() && annotations.is_empty() {
+        let detail = "validations or auditAnnotations must contain at least one item";
+        errors.required("spec.validations", detail);
+        errors.required("spec.auditAnnotations", detail);
+        return errors.0;
+    }
+    for (i, validation) in validations.iter().enumerate() {
+        errors.validation(&format!("spec.validations[{i}]"), validation);
+    }
     if annotations.len() > MAX_AUDIT_ANNOTATIONS {
-        // The API server prints the whole list as its value; the count is what matters.
+        // The API server prints the list as JSON of its internal type.
+        let list: Vec<_> = annotations
+            .iter()
+            .map(|a| serde_json::json!({"Key": a.key, "ValueExpression": a.value_expression}))
+            .collect();
+        let list = serde_json::to_string(&list).unwrap_or_default();
         errors.push(
             "spec.auditAnnotations",
-            format!(
-                "Invalid value: {} items: must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations",
-                annotations.len()
-            ),
+            format!("Invalid value: {list}: must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
         );
+    }
+    let mut keys = BTreeSet::new();
+    for (i, annotation) in annotations.iter().enumerate() {
+        let at = format!("spec.auditAnnotations[{i}]");
+        if name.is_empty() {
+            errors.invalid(&format!("{at}.key"), &annotation.key, "requires metadata.name be non-empty");
+        } else {
+            errors.qualified_name(&format!("{at}.key"), &format!("{name}/{}", annotation.key));
+        }
+        let value = annotation.value_expression.trim();
+        if value.is_empty() {
+            errors.required(&format!("{at}.valueExpression"), "valueExpression is not specified");
+        } else if value.len() > MAX_AUDIT_ANNOTATION_VALUE {
+            let detail = format!("must not exceed {MAX_AUDIT_ANNOTATION_VALUE} bytes in length");
+            errors.required(&format!("{at}.valueExpression"), &detail);
+        }
+        if !keys.insert(annotation.key.as_str()) {
+            errors.push(&format!("{at}.key"), format!("Duplicate value: {}", quoted(&annotation.key)));
+        }
     }
     errors.0
 }
@@ -175,7 +199,10 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
 /// The field errors of `binding`, in the API server's order and words.
 fn of_binding(binding: &ValidatingAdmissionPolicyBinding) -> Vec<String> {
     let mut errors = Errors::default();
-    errors.name("metadata.name", binding.metadata.name.as_deref().unwrap_or_default(), true);
+    let name = binding.metadata.name.as_deref().unwrap_or_default();
+    if binding.metadata.generate_name.as_deref().unwrap_or_default().is_empty() || !name.is_empty() {
+        errors.name("metadata.name", name, true);
+    }
     let spec = &binding.spec;
     errors.name("spec.policyName", &spec.policy_name, false);
     if let Some(param_ref) = &spec.param_ref {
@@ -184,11 +211,22 @@ fn of_binding(binding: &ValidatingAdmissionPolicyBinding) -> Vec<String> {
     if let Some(resources) = &spec.match_resources {
         errors.match_resources("spec.matchResources", resources);
     }
+    let actions = &spec.validation_actions;
     let mut seen = BTreeSet::new();
-    for (i, action) in spec.validation_actions.iter().enumerate() {
+    for (i, action) in actions.iter().enumerate() {
+        let at = format!("spec.validationActions[{i}]");
+        errors.unsupported(&at, action, &["Audit", "Deny", "Warn"]);
         if !seen.insert(action.as_str()) {
-            errors.push(&format!("spec.validationActions[{i}]"), format!("Duplicate value: {}", quoted(action)));
+            errors.push(&at, format!("Duplicate value: {}", quoted(action)));
         }
+    }
+    if seen.contains("Deny") && seen.contains("Warn") {
+        let detail = "must not contain both Deny and Warn (repeating the same validation failure information in the \
+                      API response and headers serves no purpose)";
+        errors.invalid_list("spec.validationActions", actions, detail);
+    }
+    if seen.is_empty() {
+        errors.required("spec.validationActions", "at least one validation action is required");
     }
     errors.0
 }
@@ -205,6 +243,43 @@ impl Errors {
     fn required(&mut self, field: &str, detail: &str) {
         let detail = if detail.is_empty() { String::new() } else { format!(": {detail}") };
         self.push(field, format!("Required value{detail}"));
+    }
+
+    /// `value` unless it is one of `supported` (in the API server's
+    /// order: sorted).
+    fn unsupported(&mut self, field: &str, value: &str, supported: &[&str]) {
+        if !supported.contains(&value) {
+            let supported: Vec<String> = supported.iter().map(|s| quoted(s)).collect();
+            self.push(
+                field,
+                format!("Unsupported value: {}: supported values: {}", quoted(value), supported.join(", ")),
+            );
+        }
+    }
+
+    fn qualified_name(&mut self, field: &str, name: &str) {
+        for problem in qualified_name(name) {
+            self.invalid(field, name, &problem);
+        }
+    }
+
+    fn validation(&mut self, at: &str, validation: &Validation) {
+        if validation.expression.trim().is_empty() {
+            self.required(&format!("{at}.expression"), "expression is not specified");
+        }
+        let message_expression = validation.message_expression.as_deref().unwrap_or_default();
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            self.invalid(&format!("{at}.messageExpression"), message_expression, "must be non-empty if specified");
+        }
+        let message = validation.message.as_deref().unwrap_or_default();
+        if !message.is_empty() && message.trim().is_empty() {
+            self.invalid(&format!("{at}.message"), message, "must be non-empty if specified");
+        } else if message.trim().contains(['\n', '\r']) {
+            self.invalid(&format!("{at}.message"), message, "must not contain line breaks");
+        }
+        if let Some(reason) = &validation.reason {
+            self.unsupported(&format!("{at}.reason"), reason, &["Forbidden", "Invalid", "RequestEntityTooLarge"]);
+        }
     }
 
     fn invalid(&mut self, field: &str, value: &str, detail: &str) {
@@ -231,6 +306,9 @@ impl Errors {
     }
 
     fn match_resources(&mut self, at: &str, resources: &MatchResources) {
+        if let Some(policy) = &resources.match_policy {
+            self.unsupported(&format!("{at}.matchPolicy"), policy, &["Equivalent", "Exact"]);
+        }
         for (list, rules) in
             [("resourceRules", &resources.resource_rules), ("excludeResourceRules", &resources.exclude_resource_rules)]
         {
@@ -245,16 +323,17 @@ impl Errors {
         if operations.is_empty() {
             self.required(&format!("{at}.operations"), "");
         }
-        for (i, operation) in operations.iter().enumerate() {
-            if !OPERATIONS.contains(&operation.as_str()) {
-                let supported: Vec<String> = OPERATIONS.iter().map(|o| quoted(o)).collect();
-                let field = format!("{at}.operations[{i}]");
-                self.push(
-                    &field,
-                    format!("Unsupported value: {}: supported values: {}", quoted(operation), supported.join(", ")),
-                );
-            }
+        if operations.len() > 1 && operations.iter().any(|o| o == "*") {
+            self.invalid_list(
+                &format!("{at}.operations"),
+                operations,
+                "if '*' is present, must not specify other operations",
+            );
         }
+        for (i, operation) in operations.iter().enumerate() {
+            self.unsupported(&format!("{at}.operations[{i}]"), operation, &OPERATIONS);
+        }
+
         for (field, values, what) in
             [("apiGroups", &rule.api_groups, "API groups"), ("apiVersions", &rule.api_versions, "API versions")]
         {
@@ -281,6 +360,9 @@ impl Errors {
                 self.required(&format!("{at}.resources[{i}]"), "");
             }
         }
+        if let Some(scope) = &rule.scope {
+            self.unsupported(&format!("{at}.scope"), scope, &["*", "Cluster", "Namespaced"]);
+        }
     }
 
     fn param_ref(&mut self, param_ref: &ParamRef) {
@@ -296,11 +378,7 @@ impl Errors {
         }
         match param_ref.parameter_not_found_action.as_deref().unwrap_or_default() {
             "" => self.required(&format!("{at}.parameterNotFoundAction"), ""),
-            "Deny" | "Allow" => {}
-            other => self.push(
-                &format!("{at}.parameterNotFoundAction"),
-                format!("Unsupported value: {}: supported values: \"Deny\", \"Allow\"", quoted(other)),
-            ),
+            action => self.unsupported(&format!("{at}.parameterNotFoundAction"), action, &["Deny", "Allow"]),
         }
     }
 }
@@ -353,14 +431,20 @@ fn qualified_name(name: &str) -> Vec<String> {
     } else if name.len() > 63 {
         problems.push("name part must be no more than 63 bytes".to_owned());
     }
-    let edge = |c: char| c.is_ascii_alphanumeric();
-    let valid = name.starts_with(edge)
-        && name.ends_with(edge)
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !valid {
+    if !is_name_part(name) {
         problems.push(NAME_PART.to_owned());
     }
     problems
+}
+
+/// Whether `name` has the characters of a qualified name's name part (a
+/// label key's, without prefix): alphanumerics, `-`, `_` and `.`, between
+/// alphanumerics. Its length is the caller's to check.
+pub(crate) fn is_name_part(name: &str) -> bool {
+    let edge = |c: char| c.is_ascii_alphanumeric();
+    name.starts_with(edge)
+        && name.ends_with(edge)
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Whether `name` is a CEL identifier that is not a reserved word.
@@ -381,6 +465,10 @@ fn quoted(value: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
             c if c.is_control() && c.is_ascii() => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),

@@ -202,11 +202,9 @@ pub fn generate(
             match_resources: None,
         },
     };
-    // The pair is checked and compiled as `check` checks and compiles a
+    // The pair is compiled and checked as `check` compiles and checks a
     // native one: what the API server would refuse is not handed to it.
-    if let Err(invalid) = super::fields::policy(&policy).and_then(|()| super::fields::binding(&binding)) {
-        return refuse(format!("the generated {invalid}"), "the API server would refuse it");
-    }
+    // Compiled first: nothing to check is the policy's rules' doing.
     if let Err(refused) = super::compile(&policy, &binding, DEFAULT_LIMIT) {
         match &*refused.problem {
             Problem::Empty => {
@@ -226,6 +224,11 @@ pub fn generate(
                 );
             }
         }
+    }
+    // The generated object's fields, which the message says: the indexes
+    // of its validations follow the built-in rules pushed down first.
+    if let Err(invalid) = super::fields::policy(&policy).and_then(|()| super::fields::binding(&binding)) {
+        return refuse(format!("the generated {invalid}"), "the API server would refuse it");
     }
     Ok(Generated { policy, binding })
 }

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
-use portcullis_cel::CompileError;
+use portcullis_cel::{CompileError, LoadBounds};
 
 use crate::cel::{self, CelError, CelProblem, CelRules};
 use crate::matching::Matching;
@@ -167,7 +167,6 @@ pub fn compile(
         let reason = match v.reason.as_deref() {
             // The API server's default for a VAP (a ValidatorPolicy's is Forbidden).
             None => Some(cel::Reason::Invalid),
-            Some("Unauthorized") => Some(cel::Reason::Unauthorized),
             Some("Forbidden") => Some(cel::Reason::Forbidden),
             Some("Invalid") => Some(cel::Reason::Invalid),
             Some("RequestEntityTooLarge") => Some(cel::Reason::RequestEntityTooLarge),
@@ -190,31 +189,32 @@ pub fn compile(
         return Err(fail(Problem::Empty));
     }
     let mut warnings = Vec::new();
-    let compile = |limit| {
+    let compile = |bounds| {
         CelRules::compile(
             match_conditions.clone(),
             variables.clone(),
             validations.clone(),
             audit_annotations.clone(),
-            limit,
+            bounds,
         )
     };
-    let cel = match compile(cost_limit) {
+    let cel = match compile(LoadBounds::Portcullis { cost: cost_limit }) {
         Ok(cel) => cel,
         Err(
             e @ CelError {
-                problem: CelProblem::Expression(CompileError::TooCostly { .. } | CompileError::TooLong(_)),
+                problem: CelProblem::Expression(CompileError::TooCostly { .. } | CompileError::TooLong { .. }),
                 ..
             },
         ) => {
             // Portcullis' own load-time bounds, not the API server's, which
-            // takes it; its runtime budget bounds it, here as there.
+            // takes it; its runtime budget bounds it, here as there. The
+            // first expression out of them is named.
             warnings.push(format!(
                 "ValidatingAdmissionPolicy {name:?}: {} (taken, as the API server takes it; its runtime cost \
                  limit applies)",
                 portcullis_telemetry::error_chain(&e)
             ));
-            compile(portcullis_cel::UNBOUNDED).map_err(|e| fail(Problem::Cel(e)))?
+            compile(LoadBounds::ApiServer).map_err(|e| fail(Problem::Cel(e)))?
         }
         Err(e) => return Err(fail(Problem::Cel(e))),
     };

@@ -594,9 +594,24 @@ fn a_native_policy_the_api_server_refuses_is_refused_with_every_error() {
     let bad = POLICY
         .replace("metadata: {name: replicas}", "metadata: {name: Replicas}")
         .replace("    message: at most 5 replicas", "    message: \"at most\\n5\"");
-    let error = load(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+    let error = load(&bad).err().map(|e| portcullis_telemetry::error_chain(&e)).unwrap_or_default();
     assert_eq!(
         error,
-        r#"ValidatingAdmissionPolicy.admissionregistration.k8s.io "Replicas" is invalid: [metadata.name: Invalid value: "Replicas": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), spec.validations[0].message: Invalid value: "at most\n5": must not contain line breaks]"#
+        r#"vap.yaml: document 1: ValidatingAdmissionPolicy.admissionregistration.k8s.io "Replicas" is invalid: [metadata.name: Invalid value: "Replicas": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'), spec.validations[0].message: Invalid value: "at most\n5": must not contain line breaks]"#
     );
+}
+
+/// What the API server takes, `check` takes: a generated name, a
+/// qualified name with upper case and a prefix, a variable starting with
+/// `_`, a message whose only line break is trailing, `*` alone.
+#[test]
+fn what_the_api_server_takes_passes_the_field_checks() {
+    let policy: k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy = serde_yaml::from_str(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {generateName: p-}\nspec:\n  \
+         matchConstraints:\n    resourceRules: [{apiGroups: ['*'], apiVersions: ['*'], operations: ['*'], resources: ['*']}]\n  \
+         matchConditions: [{name: example.com/Has-Replicas_1, expression: 'true'}]\n  variables: [{name: _x, expression: '1'}]\n  \
+         validations: [{expression: 'true', message: \"at most five\\n\"}]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(super::fields::policy(&policy), Ok(()));
 }
