@@ -29,7 +29,7 @@ use crate::{images, inject, pod};
 const NOTHING_KNOWN: Cluster<'static> = Cluster { namespaces: &ManifestNamespaces::EMPTY, params: &NoParams };
 
 /// Set by the kubelet on mirror pods of static pods, which must not change.
-const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+pub(crate) const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// The decision and what it counts for metrics.
 #[derive(Debug, Default)]

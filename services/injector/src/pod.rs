@@ -8,11 +8,13 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
 
+use portcullis_admission::names::{INJECT_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION};
 use portcullis_admission::parts::Parts;
 use portcullis_admission::{DecodeError, Request, decode_parts};
 use serde_json::{Map, Value};
 
 use crate::config::object_name;
+use crate::mutate::MIRROR_ANNOTATION;
 use crate::status::Status;
 
 /// The pod spec's lists of containers, whose names are unique together.
@@ -21,10 +23,14 @@ pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemer
 /// The parts of a pod the injector's templates, image rewrites and
 /// defaults read or may change, and all it builds of a request's pod
 /// without CEL mutations ([`decode`]): `apiVersion` and `kind` (checked
-/// against the request); `metadata.labels` and `annotations`; of the spec,
-/// `hostNetwork`, the lists it appends to or removes from, a flag, the
-/// init containers whole (injected ones go first, so their items move),
-/// and of the other containers only what it reads or writes. The injector
+/// against the request); of the annotations the injector's own (the
+/// defaults' labels and annotations are added by [`parts_for`]); of the
+/// spec, `hostNetwork`, a flag, the image pull secrets, the init
+/// containers whole (injected ones go first, so their items move), of the
+/// volumes and the other containers' mounts the names (and paths) it
+/// compares, and of the other containers only what it reads or writes. A
+/// pod an earlier pass injected into is read whole ([`decode`]): taking
+/// that injection out moves items. The injector
 /// edits a copy of these parts and diffs it with them: the patch is the
 /// same as from the whole pod, since nothing else is read or changed, and
 /// the cost follows what the injector touches, not the pod's size (ADR
@@ -37,19 +43,26 @@ pub static EDITABLE: LazyLock<Parts> = LazyLock::new(|| {
             ("name", Parts::All),
             ("image", Parts::All),
             ("imagePullPolicy", Parts::All),
-            ("volumeMounts", Parts::All),
+            ("volumeMounts", Parts::items(Parts::fields([("name", Parts::All), ("mountPath", Parts::All)]))),
         ]))
     };
+    // Of the labels and annotations, only the keys read or written:
+    // adding a key to a map that exists is the same operation whatever
+    // else it holds, and the rest (a `last-applied-configuration` of the
+    // whole manifest, say) is never built, copied or compared. The
+    // defaults' keys are the configuration's ([`parts_for`]).
+    let annotations = [STATUS_ANNOTATION, TEMPLATES_ANNOTATION, INJECT_ANNOTATION, MIRROR_ANNOTATION];
+    let annotations = Parts::fields(annotations.map(|key| (key, Parts::All)));
     Parts::fields([
         ("apiVersion", Parts::All),
         ("kind", Parts::All),
-        ("metadata", Parts::fields([("labels", Parts::All), ("annotations", Parts::All)])),
+        ("metadata", Parts::fields([("labels", Parts::fields([])), ("annotations", annotations)])),
         (
             "spec",
             Parts::fields([
                 ("hostNetwork", Parts::All),
                 ("enableServiceLinks", Parts::All),
-                ("volumes", Parts::All),
+                ("volumes", Parts::items(Parts::fields([("name", Parts::All)]))),
                 ("imagePullSecrets", Parts::All),
                 ("initContainers", Parts::All),
                 ("containers", container()),
@@ -60,10 +73,16 @@ pub static EDITABLE: LazyLock<Parts> = LazyLock::new(|| {
 });
 
 /// The parts of a pod `config`'s decision reads or may change: the
-/// [`EDITABLE`] parts and what its CEL mutations read and change (ADR
-/// 0010), built once when the configuration is put in force.
+/// [`EDITABLE`] parts, the labels and annotations its defaults add, and
+/// what its CEL mutations read and change (ADR 0010), built once when the
+/// configuration is put in force.
 pub fn parts_for(config: &crate::config::Config) -> Arc<Parts> {
     let mut parts = EDITABLE.clone();
+    let keys = |map: &'_ std::collections::BTreeMap<String, String>| {
+        Parts::fields(map.keys().map(|key| (key.as_str(), Parts::All)).collect::<Vec<_>>())
+    };
+    let (labels, annotations) = (keys(&config.defaults.labels), keys(&config.defaults.annotations));
+    parts.merge(Parts::fields([("metadata", Parts::fields([("labels", labels), ("annotations", annotations)]))]));
     for mutation in &config.mutations {
         parts.merge(mutation.pod_parts.clone());
     }
@@ -71,18 +90,16 @@ pub fn parts_for(config: &crate::config::Config) -> Arc<Parts> {
 }
 
 /// Reads a review, building of its pod only `parts` ([`parts_for`]). A
-/// pod that an earlier pass injected app containers into is read whole:
-/// taking them out moves the containers after them, and the diff, which
-/// compares list items by position, then writes those items whole.
+/// pod that an earlier pass injected app containers, volumes or mounts
+/// into is read whole: taking them out moves the items after them, and
+/// the diff, which compares list items by position, then writes those
+/// items whole.
 pub fn decode(body: &[u8], parts: &Arc<Parts>) -> Result<Request, DecodeError> {
     let req = decode_parts(body, parts)?;
-    let injected_containers = req
-        .object
-        .as_ref()
-        .and_then(Status::of)
-        .and_then(Result::ok)
-        .is_some_and(|previous| !previous.containers.is_empty());
-    if injected_containers { portcullis_admission::decode(body) } else { Ok(req) }
+    let injected = req.object.as_ref().and_then(Status::of).and_then(Result::ok).is_some_and(|previous| {
+        !(previous.containers.is_empty() && previous.volumes.is_empty() && previous.volume_mounts.is_empty())
+    });
+    if injected { portcullis_admission::decode(body) } else { Ok(req) }
 }
 
 /// Why the spec's containers cannot be told apart by name, if they cannot:

@@ -113,7 +113,8 @@ fn a_pod_is_read_with_what_its_mutations_read_and_change_and_decided_only_so() {
     let read = |injector: &Injector| injector.decode(&body).expect("decodes").object.expect("a pod");
     let plain = Injector::new(Config::default());
     let pod = read(&plain);
-    assert_eq!(pod["metadata"]["labels"], json!({"app": "web"}), "the injector's own parts");
+    assert_eq!(pod["metadata"]["labels"], json!({}), "of the labels, only the keys its defaults set: none");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.27", "the injector's own parts");
     for unread in [&pod["metadata"]["name"], &pod["spec"]["restartPolicy"], &pod["spec"]["containers"][0]["resources"]]
     {
         assert_eq!(*unread, Value::Null, "{pod}");

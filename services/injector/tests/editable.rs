@@ -202,14 +202,18 @@ fn the_webhook_builds_only_the_editable_parts_unless_injected_containers_would_m
     let pod = &mut review["request"]["object"];
     pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080}]);
     pod["spec"]["restartPolicy"] = json!("Always");
-    pod["metadata"]["labels"] = json!({"app": "p"});
+    pod["metadata"]["labels"] = json!({"app": "p", "portcullis.dev/injected": "no"});
+    pod["metadata"]["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration": "{}"});
+    pod["spec"]["volumes"] = json!([{"name": "data", "emptyDir": {}}]);
     let read = |review: &Value| {
         let body = serde_json::to_vec(review).unwrap();
         Webhook::decode(&injector, &body).unwrap().object.unwrap()
     };
 
     let pod = read(&review);
-    assert_eq!(pod["metadata"]["labels"], json!({"app": "p"}), "a part it changes is read");
+    assert_eq!(pod["metadata"]["labels"], json!({"portcullis.dev/injected": "no"}), "a label the defaults set is read");
+    assert_eq!(pod["metadata"]["annotations"], json!({}), "other labels and annotations are not");
+    assert_eq!(pod["spec"]["volumes"], json!([{"name": "data"}]), "of a volume, its name");
     assert_eq!(pod["spec"]["containers"][0]["image"], review["request"]["object"]["spec"]["containers"][0]["image"]);
     assert_eq!(pod["spec"]["containers"][0].get("ports"), None, "a container's ports are never built");
     assert_eq!(pod["spec"].get("restartPolicy"), None, "nor the spec's other fields");
@@ -219,5 +223,11 @@ fn the_webhook_builds_only_the_editable_parts_unless_injected_containers_would_m
     // containers after it, so the pod is read whole.
     review["request"]["object"]["metadata"]["annotations"] =
         json!({"portcullis.dev/status": r#"{"templates":["log-shipper"],"containers":["log-shipper"]}"#});
+    assert_eq!(read(&review), review["request"]["object"]);
+
+    // An earlier pass injected a volume: taking it out moves the volumes
+    // after it, so the pod is read whole too.
+    review["request"]["object"]["metadata"]["annotations"] =
+        json!({"portcullis.dev/status": r#"{"templates":["proxy"],"volumes":["proxy-certs"]}"#});
     assert_eq!(read(&review), review["request"]["object"]);
 }
