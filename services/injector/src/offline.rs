@@ -115,7 +115,7 @@ fn read_policies(args: &Mutate) -> anyhow::Result<(Vec<NativeMutation>, Vec<Valu
             _ => anyhow::bail!("--policy takes MutatingAdmissionPolicy, its bindings and Namespaces, not {}", what()),
         }
     }
-    let (natives, errors) = native::assemble(&policies, &bindings, portcullis_cel::cost::DEFAULT_LIMIT);
+    let (natives, errors) = native::assemble(&policies, &bindings);
     if let Some(first) = errors.into_iter().next() {
         return Err(anyhow::Error::new(first).context("a MutatingAdmissionPolicy is invalid"));
     }

@@ -175,7 +175,6 @@ pub enum Problem {
 pub fn assemble(
     policies: &[MutatingAdmissionPolicy],
     bindings: &[MutatingAdmissionPolicyBinding],
-    cost_limit: u64,
 ) -> (Vec<NativeMutation>, Vec<NativeError>) {
     let mut pairs: Vec<(&MutatingAdmissionPolicy, &MutatingAdmissionPolicyBinding)> = bindings
         .iter()
@@ -187,7 +186,7 @@ pub fn assemble(
     pairs.sort_by(|a, b| (&a.0.metadata.name, &a.1.metadata.name).cmp(&(&b.0.metadata.name, &b.1.metadata.name)));
     let (mut compiled, mut errors) = (Vec::new(), Vec::new());
     for (policy, binding) in pairs {
-        match compile(policy, binding, cost_limit) {
+        match compile(policy, binding) {
             Ok(c) => compiled.push(c),
             Err(e) => errors.push(e),
         }
@@ -195,11 +194,13 @@ pub fn assemble(
     (compiled, errors)
 }
 
-/// Compiles `policy` through `binding`.
+/// Compiles `policy` through `binding`, its expressions within the API
+/// server's load bounds ([`LoadBounds::ApiServer`]): an expression longer
+/// than Portcullis' own bound or costlier than its estimate allows is
+/// taken, as the API server takes it; the runtime bounds stop it.
 pub fn compile(
     policy: &MutatingAdmissionPolicy,
     binding: &MutatingAdmissionPolicyBinding,
-    cost_limit: u64,
 ) -> Result<NativeMutation, NativeError> {
     let policy_name = policy.metadata.name.clone().unwrap_or_default();
     let binding_name = binding.metadata.name.clone().unwrap_or_default();
@@ -257,7 +258,7 @@ pub fn compile(
         atomics: Atomics::Refuse,
         field_prefix: "spec.",
     };
-    uncompiled.compile(cost_limit).map_err(fail)
+    uncompiled.compile(LoadBounds::ApiServer).map_err(fail)
 }
 
 /// A MAP with its binding, or one of the injector's own mutations, before
@@ -280,11 +281,10 @@ struct Uncompiled<'a> {
 
 impl Uncompiled<'_> {
     /// Compiles the expressions, refusing what the API server would.
-    fn compile(self, cost_limit: u64) -> Result<NativeMutation, Problem> {
+    fn compile(self, bounds: LoadBounds) -> Result<NativeMutation, Problem> {
         let prefix = self.field_prefix;
         let expression = |field: String, source: &str| {
-            compile_in(Environment::Mutation, source, LoadBounds::Portcullis { cost: cost_limit })
-                .map_err(|error| Problem::Expression { field, error })
+            compile_in(Environment::Mutation, source, bounds).map_err(|error| Problem::Expression { field, error })
         };
         let mut conditions = Vec::new();
         for (i, c) in self.conditions.iter().enumerate() {
@@ -330,4 +330,33 @@ impl Uncompiled<'_> {
 
 fn invalid(field: &str, why: &str) -> Problem {
     Problem::Invalid { field: field.to_owned(), why: why.to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::admissionregistration::v1::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding};
+
+    /// Portcullis' own bounds on an expression (its length, its estimated
+    /// cost) are not the API server's: a MAP over them is taken, as the
+    /// API server takes it, and its runtime bounds apply.
+    #[test]
+    fn a_map_over_portcullis_own_bounds_is_taken_as_the_api_server_takes_it() {
+        let long = "a".repeat(portcullis_cel::MAX_EXPRESSION_LEN);
+        let quadratic = "object.metadata.labels.all(a, object.metadata.labels.all(b, a == b || a != b))";
+        for expression in [format!("'{long}' != ''"), quadratic.to_owned()] {
+            let policy: MutatingAdmissionPolicy = serde_yaml::from_str(&format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  \
+                 reinvocationPolicy: Never\n  matchConstraints:\n    resourceRules: [{{apiGroups: [''], apiVersions: [v1], \
+                 operations: [CREATE], resources: [pods]}}]\n  matchConditions: [{{name: c, expression: \"{expression}\"}}]\n  \
+                 mutations: [{{patchType: JSONPatch, jsonPatch: {{expression: '[]'}}}}]\n"
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+            let binding: MutatingAdmissionPolicyBinding = serde_yaml::from_str(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: p}\n\
+                 spec: {policyName: p}\n",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert!(super::compile(&policy, &binding).is_ok(), "{}", &expression[..40]);
+        }
+    }
 }

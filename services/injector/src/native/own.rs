@@ -182,7 +182,7 @@ impl CelMutation {
             atomics: self.atomic_fields,
             field_prefix: "",
         };
-        let compiled = uncompiled.compile(cost_limit).map_err(fail)?;
+        let compiled = uncompiled.compile(portcullis_cel::LoadBounds::Portcullis { cost: cost_limit }).map_err(fail)?;
         let pod_parts = compiled.object_parts(&BUILTIN, BUILTIN.kind("", "v1", "Pod"));
         let spec_may_change = compiled.may_change("spec");
         Ok(CompiledMutation { spec: self.clone(), compiled: Arc::new(compiled), pod_parts, spec_may_change })
