@@ -11,6 +11,7 @@
 use std::time::Instant;
 
 use portcullis_admission::native_match::ManifestNamespaces;
+use portcullis_admission::parts::Parts;
 use portcullis_admission::{Decision, Operation, Request, Verdict, json};
 use portcullis_known::Cluster;
 use portcullis_known::params::NoParams;
@@ -27,9 +28,6 @@ use crate::{images, inject, pod};
 
 /// No namespace and no parameter object known (tests, fuzzing).
 const NOTHING_KNOWN: Cluster<'static> = Cluster { namespaces: &ManifestNamespaces::EMPTY, params: &NoParams };
-
-/// Set by the kubelet on mirror pods of static pods, which must not change.
-pub(crate) const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// The decision and what it counts for metrics.
 #[derive(Debug, Default)]
@@ -239,7 +237,7 @@ fn inject_all(
     run_cel(pod, req, config, warnings, cel)?;
     let spec = pod::object_mut(pod).entry("spec").or_insert(Value::Null);
     let images_rewritten = rewrite_images(spec, &pod::CONTAINER_LISTS, config, previous, &mut status);
-    apply_defaults(pod, &config.defaults);
+    apply_defaults(pod, &config.defaults, &req.parts);
     write_status(pod, &status);
     Ok((status, images_rewritten))
 }
@@ -338,7 +336,7 @@ fn unchanged(why: String) -> Outcome {
 
 /// Mirror pods and pods that opted out are never changed.
 fn leave_alone(pod: &Value) -> bool {
-    pod::annotation(pod, MIRROR_ANNOTATION).is_some() || pod::annotation(pod, INJECT_ANNOTATION) == Some("false")
+    pod::annotation(pod, pod::MIRROR_ANNOTATION).is_some() || pod::annotation(pod, INJECT_ANNOTATION) == Some("false")
 }
 
 fn selected_templates<'c>(
@@ -436,7 +434,12 @@ fn rewrite_only(pod: &Value, lists: &[&str], config: &Config, report: Report) ->
     Outcome { decision, images_rewritten: rewritten, cel: Vec::new() }
 }
 
-fn apply_defaults(pod: &mut Value, defaults: &Defaults) {
+/// Applies `defaults` to `pod`, read with `parts`. A default label or
+/// annotation the pod was read without (a configuration put in force
+/// between reading the request and deciding on it) is left out, with a
+/// log line: the pod's own value under that key was not read, and adding
+/// the default would overwrite it.
+fn apply_defaults(pod: &mut Value, defaults: &Defaults, parts: &Parts) {
     if let Some(policy) = defaults.image_pull_policy
         && let Some(spec) = pod.get_mut("spec")
     {
@@ -458,6 +461,10 @@ fn apply_defaults(pod: &mut Value, defaults: &Defaults) {
         }
         let map = pod::metadata_map(pod, field);
         for (key, value) in wanted {
+            if !parts.holds(&["metadata", field, key]) {
+                tracing::info!(field, key, "request read before this default was in force: decided without it");
+                continue;
+            }
             map.entry(key.clone()).or_insert_with(|| Value::String(value.clone()));
         }
     }
@@ -481,7 +488,9 @@ mod tests {
     use rstest::rstest;
     use serde_json::json;
 
-    use super::PodChange;
+    use super::{PodChange, mutate};
+    use crate::config::Config;
+    use crate::pod;
 
     #[rstest]
     #[case::a_pods_creation("", "Pod", "pods", "CREATE", None, PodChange::Create)]
@@ -513,5 +522,35 @@ mod tests {
             "operation": operation, "userInfo": {}, "object": {"metadata": {"name": "p"}}}});
         let req = portcullis_admission::decode(review.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(PodChange::of(&req), change);
+    }
+
+    /// A configuration put in force between reading a pod and deciding on
+    /// it: a default label the pod was read without is left out, never
+    /// written over the pod's own value, which was not read.
+    #[test]
+    fn a_default_the_pod_was_read_without_is_left_out() {
+        let mut with_default = Config::default();
+        with_default.defaults.labels.insert("team".into(), "unknown".into());
+        let body = |labels: serde_json::Value| {
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "default",
+                "operation": "CREATE", "userInfo": {}, "object": {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+            .to_string()
+        };
+        let patch = |labels, read_with: &Config| {
+            let req =
+                pod::decode(body(labels).as_bytes(), &pod::parts_for(read_with)).unwrap_or_else(|e| panic!("{e}"));
+            match mutate(&req, &with_default).decision.verdict {
+                portcullis_admission::Verdict::Patch(patch) => String::from_utf8_lossy(patch.as_bytes()).into_owned(),
+                other => format!("{other:?}"),
+            }
+        };
+        let before = Config::default();
+        assert!(!patch(json!({"team": "payments"}), &before).contains("team"), "the pod's own label stays");
+        assert!(!patch(json!({"team": "payments"}), &with_default).contains("team"), "read, and kept");
+        assert!(!patch(json!({"app": "web"}), &before).contains("team"), "left out, for this request only");
+        assert!(patch(json!({"app": "web"}), &with_default).contains("/metadata/labels/team"), "read: set");
     }
 }

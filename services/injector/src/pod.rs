@@ -14,8 +14,10 @@ use portcullis_admission::{DecodeError, Request, decode_parts};
 use serde_json::{Map, Value};
 
 use crate::config::object_name;
-use crate::mutate::MIRROR_ANNOTATION;
 use crate::status::Status;
+
+/// Set by the kubelet on mirror pods of static pods, which must not change.
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// The pod spec's lists of containers, whose names are unique together.
 pub const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];

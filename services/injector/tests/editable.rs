@@ -113,9 +113,9 @@ fn pod() -> impl Strategy<Value = Value> {
         prop::option::of(prop::collection::vec(pick(&["proxy-certs", "data", "config"]), 0..3)),
         prop::option::of(prop::collection::vec(pick(&["mirror-pull", "other-pull"]), 0..2)),
         prop::option::of(pick(&["proxy", "log-shipper", "proxy,log-shipper", "nope, proxy", ""])),
-        (any::<bool>(), prop::option::of(any::<bool>()), any::<bool>()),
+        (any::<bool>(), prop::option::of(any::<bool>()), 0..3usize, any::<bool>()),
     )
-        .prop_map(|(containers, inits, volumes, secrets, templates, (host_network, links, labels))| {
+        .prop_map(|(containers, inits, volumes, secrets, templates, (host_network, links, labels, own))| {
             let mut taken = Vec::new();
             let mut spec = Map::new();
             spec.insert("containers".into(), Value::Array(unique(containers, &mut taken)));
@@ -139,11 +139,19 @@ fn pod() -> impl Strategy<Value = Value> {
             }
             spec.insert("restartPolicy".into(), json!("Always"));
             let mut metadata = json!({"name": "p", "namespace": "demo"});
-            if labels {
-                metadata["labels"] = json!({"app": "p"});
+            // Labels and annotations of the pod's own, some under the keys
+            // the configurations' defaults set, with other values.
+            match labels {
+                1 => metadata["labels"] = json!({"app": "p"}),
+                2 => metadata["labels"] = json!({"app": "p", "portcullis.dev/injected": "no"}),
+                _ => {}
+            }
+            if own {
+                metadata["annotations"] = json!({"example.com/cost-center": "finance",
+                                                 "kubectl.kubernetes.io/last-applied-configuration": "{\"kind\":\"Pod\"}"});
             }
             if let Some(templates) = templates {
-                metadata["annotations"] = json!({"portcullis.dev/templates": templates});
+                metadata["annotations"]["portcullis.dev/templates"] = json!(templates);
             }
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
         })

@@ -90,6 +90,18 @@ impl Parts {
         }
     }
 
+    /// Whether a value read with these parts holds the value at `path`
+    /// (object keys from the top) whole.
+    pub fn holds(&self, path: &[&str]) -> bool {
+        match (self, path) {
+            (Parts::All, _) => true,
+            (Parts::Fields(fields), [first, rest @ ..]) => {
+                fields.iter().find(|(name, _)| name == first).is_some_and(|(_, parts)| parts.holds(rest))
+            }
+            _ => false,
+        }
+    }
+
     /// A seed that reads a value with these parts.
     pub fn seed(&self) -> impl for<'de> DeserializeSeed<'de, Value = Value> + '_ {
         PartsVisitor(self)
@@ -257,6 +269,15 @@ mod tests {
         assert_eq!(read(&pod_parts(), r#"{"ki\u006ed": "Pod", "x\"y": {"deep": [1, 2]}}"#), json!({"kind": "Pod"}));
         let broken = pod_parts().seed().deserialize(&mut serde_json::Deserializer::from_str(r#"{"other": [1, }"#));
         assert!(broken.is_err());
+    }
+
+    #[test]
+    fn holds_says_what_is_read_whole() {
+        let parts = pod_parts();
+        assert!(parts.holds(&["kind"]) && parts.holds(&["spec", "volumes"]) && parts.holds(&["spec", "volumes", "x"]));
+        assert!(!parts.holds(&["spec"]), "only some of it");
+        assert!(!parts.holds(&["spec", "containers"]), "each item's parts, not the list");
+        assert!(!parts.holds(&["metadata", "labels"]) && Parts::All.holds(&["metadata", "labels"]));
     }
 
     #[test]

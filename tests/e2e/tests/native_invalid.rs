@@ -80,6 +80,26 @@ fn cases() -> Vec<(&'static str, String)> {
         ),
         ("neither validations nor audit annotations", policy("empty.example.com", RULES)),
         (
+            "wildcard resources beside others, resource names that are not path segments or twice",
+            policy(
+                "resources.example.com",
+                &format!(
+                    "  matchConstraints:\n    resourceRules:\n    - {{apiGroups: [''], apiVersions: [v1], operations: [CREATE], \
+                     resources: ['*/*', pods]}}\n    - {{apiGroups: [''], apiVersions: [v1], operations: [CREATE], \
+                     resources: ['*', pods, 'pods/*', pods/log, '*/status', deployments/status]}}\n    \
+                     - {{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods], resourceNames: [a/b, '..', x, x]}}\n\
+                     {VALIDATIONS}"
+                ),
+            ),
+        ),
+        (
+            "a generateName that is not a DNS subdomain",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {generateName: Not_-}\nspec:\n"
+                .to_owned()
+                + RULES
+                + VALIDATIONS,
+        ),
+        (
             "no resourceRules",
             policy("no-rules.example.com", &format!("  matchConstraints: {{namespaceSelector: {{}}}}\n{VALIDATIONS}")),
         ),
@@ -89,7 +109,7 @@ fn cases() -> Vec<(&'static str, String)> {
             "a binding with name and selector, no parameterNotFoundAction, an action twice",
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
              metadata: {name: bad-binding.example.com}\nspec:\n  policyName: Some_Policy\n  validationActions: [Deny, Deny]\n  \
-             paramRef: {name: limits, selector: {matchLabels: {a: b}}}\n"
+             paramRef: {name: lim/its, selector: {matchLabels: {a: b}}}\n"
                 .to_owned(),
         ),
         (
@@ -173,6 +193,11 @@ fn a_valid_pair_is_taken_by_both() {
             )
         )
     );
+    let generated = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{generateName: gen-}}\n\
+         spec:\n{RULES}  auditAnnotations: [{{key: k, valueExpression: \"'v'\"}}]\n"
+    );
+    let yaml = format!("{yaml}---\n{generated}");
     for document in yaml.split("---\n") {
         assert_eq!(api_server(document), None, "the API server takes {document}");
     }

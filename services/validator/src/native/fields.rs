@@ -13,6 +13,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MatchResources, NamedRuleWithOperations, ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     ValidatingAdmissionPolicySpec, Validation,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The API server's limit on a policy's match conditions.
 const MAX_MATCH_CONDITIONS: usize = 64;
@@ -55,7 +56,7 @@ const CEL_RESERVED: [&str; 21] = [
 /// A native policy or binding the API server refuses, with every field
 /// error, as its answer (422 Unprocessable Entity) says it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind}.admissionregistration.k8s.io {} is invalid: {}", quoted(name), listed(errors))]
+#[error("{kind}.admissionregistration.k8s.io {} is invalid: {}", go_quoted(name), listed(errors))]
 pub struct Invalid {
     /// `ValidatingAdmissionPolicy` or `ValidatingAdmissionPolicyBinding`.
     pub kind: &'static str,
@@ -90,10 +91,7 @@ pub fn binding(binding: &ValidatingAdmissionPolicyBinding) -> Result<(), Invalid
 /// The field errors of `policy`, in the API server's order and words.
 fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     let mut errors = Errors::default();
-    let name = policy.metadata.name.as_deref().unwrap_or_default();
-    if policy.metadata.generate_name.as_deref().unwrap_or_default().is_empty() || !name.is_empty() {
-        errors.name("metadata.name", name, true);
-    }
+    let name = errors.object_name(&policy.metadata);
     // No spec is an empty one, as the API server reads it.
     let default = Default::default();
     let spec: &ValidatingAdmissionPolicySpec = policy.spec.as_ref().unwrap_or(&default);
@@ -136,7 +134,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         } else {
             errors.qualified_name(&format!("{at}.name"), &condition.name);
             if !names.insert(condition.name.as_str()) {
-                errors.push(&format!("{at}.name"), format!("Duplicate value: {}", quoted(&condition.name)));
+                errors.push(&format!("{at}.name"), format!("Duplicate value: {}", go_quoted(&condition.name)));
             }
         }
     }
@@ -168,7 +166,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             .iter()
             .map(|a| serde_json::json!({"Key": a.key, "ValueExpression": a.value_expression}))
             .collect();
-        let list = serde_json::to_string(&list).unwrap_or_default();
+        let list = go_json(&list);
         errors.push(
             "spec.auditAnnotations",
             format!("Invalid value: {list}: must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
@@ -190,7 +188,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             errors.required(&format!("{at}.valueExpression"), &detail);
         }
         if !keys.insert(annotation.key.as_str()) {
-            errors.push(&format!("{at}.key"), format!("Duplicate value: {}", quoted(&annotation.key)));
+            errors.push(&format!("{at}.key"), format!("Duplicate value: {}", go_quoted(&annotation.key)));
         }
     }
     errors.0
@@ -199,10 +197,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
 /// The field errors of `binding`, in the API server's order and words.
 fn of_binding(binding: &ValidatingAdmissionPolicyBinding) -> Vec<String> {
     let mut errors = Errors::default();
-    let name = binding.metadata.name.as_deref().unwrap_or_default();
-    if binding.metadata.generate_name.as_deref().unwrap_or_default().is_empty() || !name.is_empty() {
-        errors.name("metadata.name", name, true);
-    }
+    errors.object_name(&binding.metadata);
     let spec = &binding.spec;
     errors.name("spec.policyName", &spec.policy_name, false);
     if let Some(param_ref) = &spec.param_ref {
@@ -217,7 +212,7 @@ fn of_binding(binding: &ValidatingAdmissionPolicyBinding) -> Vec<String> {
         let at = format!("spec.validationActions[{i}]");
         errors.unsupported(&at, action, &["Audit", "Deny", "Warn"]);
         if !seen.insert(action.as_str()) {
-            errors.push(&at, format!("Duplicate value: {}", quoted(action)));
+            errors.push(&at, format!("Duplicate value: {}", go_quoted(action)));
         }
     }
     if seen.contains("Deny") && seen.contains("Warn") {
@@ -249,10 +244,10 @@ impl Errors {
     /// order: sorted).
     fn unsupported(&mut self, field: &str, value: &str, supported: &[&str]) {
         if !supported.contains(&value) {
-            let supported: Vec<String> = supported.iter().map(|s| quoted(s)).collect();
+            let supported: Vec<String> = supported.iter().map(|s| go_quoted(s)).collect();
             self.push(
                 field,
-                format!("Unsupported value: {}: supported values: {}", quoted(value), supported.join(", ")),
+                format!("Unsupported value: {}: supported values: {}", go_json(value), supported.join(", ")),
             );
         }
     }
@@ -283,14 +278,38 @@ impl Errors {
     }
 
     fn invalid(&mut self, field: &str, value: &str, detail: &str) {
-        self.push(field, format!("Invalid value: {}: {detail}", quoted(value)));
+        self.push(field, format!("Invalid value: {}: {detail}", go_quoted(value)));
     }
 
     /// As [`Errors::invalid`], for a list, which the API server prints as
     /// JSON.
     fn invalid_list(&mut self, field: &str, values: &[String], detail: &str) {
-        let values = serde_json::to_string(values).unwrap_or_default();
+        let values = go_json(values);
         self.push(field, format!("Invalid value: {values}: {detail}"));
+    }
+
+    /// An object's `name`, or its `generateName` without one; the name
+    /// it will have (a generated one ends in five characters of the API
+    /// server's choice, all valid in a name).
+    fn object_name(&mut self, metadata: &ObjectMeta) -> String {
+        let name = metadata.name.as_deref().unwrap_or_default();
+        match metadata.generate_name.as_deref().unwrap_or_default() {
+            prefix if name.is_empty() && !prefix.is_empty() => {
+                // As the API server: a trailing `-` checked as if followed by more.
+                let masked = match prefix.get(..prefix.len().saturating_sub(2)) {
+                    Some(kept) if prefix.len() > 1 && prefix.ends_with('-') => format!("{kept}a"),
+                    _ => prefix.to_owned(),
+                };
+                for problem in dns_subdomain(&masked, "characters") {
+                    self.invalid("metadata.generateName", prefix, &problem);
+                }
+                format!("{prefix}xxxxx")
+            }
+            _ => {
+                self.name("metadata.name", name, true);
+                name.to_owned()
+            }
+        }
     }
 
     /// A name that must be a DNS subdomain; `object`: an object's own
@@ -319,6 +338,16 @@ impl Errors {
     }
 
     fn rule(&mut self, at: &str, rule: &NamedRuleWithOperations) {
+        let mut names = BTreeSet::new();
+        for (i, name) in rule.resource_names.iter().flatten().enumerate() {
+            let field = format!("{at}.resourceNames[{i}]");
+            for problem in path_segment(name) {
+                self.invalid(&field, name, &problem);
+            }
+            if !names.insert(name.as_str()) {
+                self.push(&field, format!("Duplicate value: {}", go_quoted(name)));
+            }
+        }
         let operations = rule.operations.as_deref().unwrap_or_default();
         if operations.is_empty() {
             self.required(&format!("{at}.operations"), "");
@@ -351,23 +380,70 @@ impl Errors {
                 self.required(&format!("{at}.apiVersions[{i}]"), "");
             }
         }
-        let resources = rule.resources.as_deref().unwrap_or_default();
-        if resources.is_empty() {
-            self.required(&format!("{at}.resources"), "");
-        }
-        for (i, resource) in resources.iter().enumerate() {
-            if resource.is_empty() {
-                self.required(&format!("{at}.resources[{i}]"), "");
-            }
-        }
+        self.resources(&format!("{at}.resources"), rule.resources.as_deref().unwrap_or_default());
         if let Some(scope) = &rule.scope {
             self.unsupported(&format!("{at}.scope"), scope, &["*", "Cluster", "Namespaced"]);
+        }
+    }
+
+    /// A rule's `resources`, subresources allowed (`x/y`, `x/*`, `*/y`).
+    fn resources(&mut self, at: &str, resources: &[String]) {
+        if resources.is_empty() {
+            self.required(at, "");
+        }
+        let (mut any_sub, mut any_resource) = (BTreeSet::new(), BTreeSet::new());
+        let (mut double, mut single, mut plain) = (false, false, false);
+        for (i, resource) in resources.iter().enumerate() {
+            if resource.is_empty() {
+                self.required(&format!("{at}[{i}]"), "");
+                continue;
+            }
+            double |= resource == "*/*";
+            single |= resource == "*";
+            let Some((res, sub)) = resource.split_once('/') else {
+                // As the API server: the last plain resource decides.
+                plain = resource != "*";
+                continue;
+            };
+            if any_sub.contains(res) {
+                self.invalid(
+                    &format!("{at}[{i}]"),
+                    resource,
+                    &format!("if '{res}/*' is present, must not specify {resource}"),
+                );
+            }
+            if any_resource.contains(sub) {
+                self.invalid(
+                    &format!("{at}[{i}]"),
+                    resource,
+                    &format!("if '*/{sub}' is present, must not specify {resource}"),
+                );
+            }
+            if sub == "*" {
+                any_sub.insert(res);
+            }
+            if res == "*" {
+                any_resource.insert(sub);
+            }
+        }
+        if resources.len() > 1 && double {
+            self.invalid_list(at, resources, "if '*/*' is present, must not specify other resources");
+        }
+        if single && plain {
+            self.invalid_list(
+                at,
+                resources,
+                "if '*' is present, must not specify other resources without subresources",
+            );
         }
     }
 
     fn param_ref(&mut self, param_ref: &ParamRef) {
         let at = "spec.paramRef";
         let name = param_ref.name.as_deref().unwrap_or_default();
+        for problem in path_segment(name) {
+            self.invalid(&format!("{at}.name"), name, &problem);
+        }
         let exclusive = "Forbidden: name and selector are mutually exclusive".to_owned();
         if !name.is_empty() && param_ref.selector.is_some() {
             self.push(&format!("{at}.name"), exclusive.clone());
@@ -447,6 +523,15 @@ pub(crate) fn is_name_part(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// What is wrong with `name` as a path segment (a resource name), in the
+/// API server's words.
+fn path_segment(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"].iter().filter(|c| name.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+}
+
 /// Whether `name` is a CEL identifier that is not a reserved word.
 fn cel_identifier(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
@@ -454,8 +539,17 @@ fn cel_identifier(name: &str) -> bool {
         && !CEL_RESERVED.contains(&name)
 }
 
-/// `value` as Go's `%q` prints it, as the API server's field errors do.
-fn quoted(value: &str) -> String {
+/// `value` as Go's `json.Marshal` writes it, as the API server's field
+/// errors print a value of a named type or a list: serde_json's JSON with
+/// `<`, `>` and `&` escaped, as Go escapes them for HTML.
+fn go_json(value: &(impl serde::Serialize + ?Sized)) -> String {
+    let json = serde_json::to_string(value).unwrap_or_default();
+    json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+}
+
+/// `value` as Go's `%q` prints it, as the API server's field errors print
+/// a plain string.
+fn go_quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {

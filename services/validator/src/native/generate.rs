@@ -65,6 +65,12 @@ pub fn generate(
     if namespace.is_some_and(|ns| system_namespaces.iter().any(|s| s == ns)) {
         return refuse("metadata.namespace".into(), "a policy in a system namespace applies nowhere in the webhook");
     }
+    if let Some(i) = spec.validations.iter().position(|v| v.reason == Some(cel::Reason::Unauthorized)) {
+        return refuse(
+            format!("spec.validations[{i}].reason"),
+            "a ValidatingAdmissionPolicy's reason is Forbidden, Invalid or RequestEntityTooLarge, not Unauthorized",
+        );
+    }
     let (rule_variables, rule_validations) = builtin::as_cel(&spec.rules)?;
     if !rule_validations.is_empty() && (!spec.match_conditions.is_empty() || spec.param_kind.is_some()) {
         let field = if spec.param_kind.is_some() { "spec.paramKind" } else { "spec.matchConditions" };

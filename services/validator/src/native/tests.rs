@@ -584,6 +584,9 @@ fn a_generated_pair_the_api_server_would_refuse_is_not_pushed_down() {
         "{refused}"
     );
     assert!(generated(&ours.replace("\\n", " ")).is_ok(), "on one line it is pushed down");
+    let unauthorized = generated(&ours.replace("\\n", " ").replace("five\"}", "five\", reason: Unauthorized}"))
+        .expect_err("a reason a VAP cannot have");
+    assert_eq!(unauthorized.field, "spec.validations[0].reason", "{unauthorized}");
 }
 
 /// `check` refuses a native policy whose fields the API server refuses,
