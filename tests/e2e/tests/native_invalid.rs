@@ -93,13 +93,6 @@ fn cases() -> Vec<(&'static str, String)> {
             ),
         ),
         (
-            "a generateName that is not a DNS subdomain",
-            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {generateName: Not_-}\nspec:\n"
-                .to_owned()
-                + RULES
-                + VALIDATIONS,
-        ),
-        (
             "no resourceRules",
             policy("no-rules.example.com", &format!("  matchConstraints: {{namespaceSelector: {{}}}}\n{VALIDATIONS}")),
         ),

@@ -618,3 +618,16 @@ fn what_the_api_server_takes_passes_the_field_checks() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(super::fields::policy(&policy), Ok(()));
 }
+
+/// A `generateName` that cannot begin a name is refused (the API server
+/// then also refuses the name it generated, with its random suffix, which
+/// no offline check can say).
+#[test]
+fn a_generate_name_that_cannot_begin_a_name_is_refused() {
+    let bad = POLICY.replace("metadata: {name: replicas}", "metadata: {generateName: Not_-}");
+    let error = load(&bad).err().map(|e| portcullis_telemetry::error_chain(&e)).unwrap_or_default();
+    assert!(
+        error.contains(r#"is invalid: metadata.generateName: Invalid value: "Not_-": a lowercase RFC 1123"#),
+        "{error}"
+    );
+}
