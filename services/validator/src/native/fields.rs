@@ -4,8 +4,11 @@
 //! errors are the API server's field errors, word for word
 //! (`k8s.io/kubernetes/pkg/apis/admissionregistration/validation`), so that
 //! `check` says what `kubectl apply` would say, and a generated pair the
-//! API server would refuse is never handed to it. Every error is given,
-//! not the first, as the API server gives them.
+//! API server would refuse for one of these is not handed to it. Every
+//! error is given, not the first, as the API server gives them. Not
+//! checked here: label selectors' syntax (NativeMatch refuses a selector
+//! that does not parse, in its own words) and the format of `paramKind`'s
+//! `apiVersion` and `kind`.
 
 use std::collections::BTreeSet;
 
