@@ -85,24 +85,27 @@ impl CelResult {
 /// operations, dry-run or not alike). CEL mutations run within the
 /// default bounds, knowing no namespace and no parameter object.
 pub fn mutate(req: &Request, config: &Config) -> Outcome {
-    mutate_by(req, config, CelBounds::default(), NOTHING_KNOWN, None)
+    mutate_by(req, PodChange::of(req), config, CelBounds::default(), NOTHING_KNOWN, None)
 }
 
 /// [`mutate`], the CEL mutations within `bounds`, reading `cluster`'s
 /// namespaces and parameter objects, their timeout counted from `arrival`
 /// (`None`: from when they start).
 ///
-/// Only a pod's creation gets templates, CEL mutations and defaults
-/// ([`PodChange`]); a pod's update has only its images rewritten.
-pub fn mutate_by(
+/// Only a pod's creation gets templates, CEL mutations and defaults; a
+/// pod's update has only its images rewritten. `change` is what `req` does
+/// ([`PodChange::of`]), classified once by the caller, which also waits on
+/// it.
+pub(crate) fn mutate_by(
     req: &Request,
+    change: PodChange,
     config: &Config,
     bounds: CelBounds,
     cluster: Cluster<'_>,
     arrival: Option<Instant>,
 ) -> Outcome {
     let Some(object) = req.object.as_ref() else { return Outcome::default() };
-    match PodChange::of(req) {
+    match change {
         PodChange::Create => mutate_pod(req, object, config, Cel { bounds, arrival, cluster, ran: Vec::new() }),
         PodChange::Update => rewrite_only(object, &["containers", "initContainers"], config, Report::Status),
         PodChange::EphemeralContainers => rewrite_only(object, &["ephemeralContainers"], config, Report::Warnings),

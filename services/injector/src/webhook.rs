@@ -146,13 +146,14 @@ impl Injector {
     /// The decision on `req` with the configuration in force, on the
     /// calling thread; CEL mutations (if any) time out from now.
     pub fn decide(&self, req: &Request) -> Decision {
-        self.decide_with(req, &self.config(), None)
+        self.decide_with(req, PodChange::of(req), &self.config(), None)
     }
 
-    /// The decision on `req` with `config`, CEL timing out from `arrival`.
-    fn decide_with(&self, req: &Request, config: &Config, arrival: Option<Instant>) -> Decision {
+    /// The decision on `req`, which does `change` to a pod, with `config`,
+    /// CEL timing out from `arrival`.
+    fn decide_with(&self, req: &Request, change: PodChange, config: &Config, arrival: Option<Instant>) -> Decision {
         let cluster = Cluster { namespaces: &*self.namespaces, params: &*self.params };
-        let outcome = mutate_by(req, config, self.cel, cluster, arrival);
+        let outcome = mutate_by(req, change, config, self.cel, cluster, arrival);
         for template in &outcome.decision.applied {
             self.injections.get_or_create(&TemplateLabels { template: template.clone() }).inc();
         }
@@ -176,15 +177,16 @@ impl Webhook for Injector {
         // namespace, from the end of that wait.
         let in_force = self.in_force.load();
         let (config, reads_namespaces) = (in_force.config.clone(), in_force.reads_namespaces);
+        let change = PodChange::of(&req);
         async move {
-            if reads_namespaces && PodChange::of(&req) == PodChange::Create {
+            if reads_namespaces && change == PodChange::Create {
                 wait_for_namespace(&*self.namespaces, &req).await;
             }
             let cel = (!config.mutations.is_empty()).then(Instant::now).zip(self.workers.clone());
-            let Some((arrival, workers)) = cel else { return self.decide_with(&req, &config, None) };
+            let Some((arrival, workers)) = cel else { return self.decide_with(&req, change, &config, None) };
             // The future runs in the request's span; the job continues it.
             let span = tracing::Span::current();
-            let job = move || span.in_scope(|| self.decide_with(&req, &config, Some(arrival)));
+            let job = move || span.in_scope(|| self.decide_with(&req, change, &config, Some(arrival)));
             workers.run(job).await.unwrap_or_else(|err| {
                 tracing::error!(error = %error_chain(&err), "the CEL mutations failed");
                 Decision::deny(500, "the injector failed to evaluate the request; see its log")
