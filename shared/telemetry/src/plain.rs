@@ -47,6 +47,11 @@ impl Visit for PlainVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.record_debug(field, &format_args!("{value}"));
+        } else if is_plain(value) {
+            // What `Debug` writes for it, without formatting it char by
+            // char: the admission span's fields (a uid, a kind, a name)
+            // are formatted on every request, logged or not.
+            self.write_quoted(field.name(), value);
         } else {
             // `Debug` escapes a string's control characters itself.
             self.write(field.name(), &value, false);
@@ -111,6 +116,33 @@ impl PlainVisitor<'_> {
             }
         });
     }
+}
+
+impl PlainVisitor<'_> {
+    /// Writes `name="value"` for a `value` that `Debug` writes as it is
+    /// between quotes ([`is_plain`]).
+    fn write_quoted(&mut self, name: &str, value: &str) {
+        if self.result.is_err() || name.starts_with("log.") {
+            return;
+        }
+        if !std::mem::take(&mut self.is_empty) {
+            self.result = self.writer.write_char(' ');
+        }
+        let name = name.strip_prefix("r#").unwrap_or(name);
+        self.result = self.result.and_then(|()| {
+            self.writer.write_str(name)?;
+            self.writer.write_str("=\"")?;
+            self.writer.write_str(value)?;
+            self.writer.write_char('"')
+        });
+    }
+}
+
+/// Whether `Debug` writes `value` unchanged between quotes: printable
+/// ASCII without a quote or a backslash (`str`'s `Debug` escapes those,
+/// control characters and some non-ASCII characters).
+fn is_plain(value: &str) -> bool {
+    value.bytes().all(|b| matches!(b, b' '..=b'~') && b != b'"' && b != b'\\')
 }
 
 impl VisitOutput<fmt::Result> for PlainVisitor<'_> {

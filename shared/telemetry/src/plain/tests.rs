@@ -23,6 +23,7 @@ fn log() {
     tracing::info!(message = "a message given as a str \x1b]0;title\x07");
     tracing::warn!(name = "a\x1bb", uid = %"705ab4f5", count = 3_u64, ratio = 0.25, ok = true, "fields");
     tracing::info!(r#type = "Pod", "a raw field name");
+    tracing::info!(plain = "a b~c!", quoted = "it's \"x\" \\ y", accent = "café", tab = "a\tb", "strings");
     let cause = Outer(io::Error::other("inner \x1b[1m cause"));
     tracing::error!(error = &cause as &dyn std::error::Error, "failed");
     let alone = io::Error::other("no source \u{85}");
@@ -75,7 +76,7 @@ fn the_lines_are_the_default_formats_without_colour() {
     let default = lines(DefaultFields::new(), log);
     let plain = lines(PlainFields, log);
     assert_eq!(plain, default);
-    assert_eq!(plain.lines().count(), 8, "{plain}");
+    assert_eq!(plain.lines().count(), 9, "{plain}");
 }
 
 #[test]
