@@ -16,6 +16,8 @@ use portcullis_cel::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::names;
+
 /// A `matchConditions` or `variables` entry.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -229,7 +231,7 @@ impl CelRules {
             .map(|(i, a)| {
                 let at = || format!("auditAnnotations[{i}]");
                 // The API server's rule: `<policy>/<key>` is a qualified name.
-                let valid = a.key.len() <= 63 && crate::native::fields::is_name_part(&a.key);
+                let valid = a.key.len() <= names::NAME_PART_MAX_LEN && names::is_name_part(&a.key);
                 if !valid {
                     return Err(CelError { at: at(), problem: CelProblem::BadKey(a.key.clone()) });
                 }

@@ -26,6 +26,7 @@ pub mod cluster;
 pub mod evaluate;
 pub mod exception;
 pub mod matching;
+mod names;
 pub mod native;
 pub mod offline;
 pub mod pods;

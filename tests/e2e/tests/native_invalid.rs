@@ -2,7 +2,9 @@
 //! by `check` in the API server's words. Each case is created in the real
 //! API server (server-side dry run) and given to `portcullis-validator
 //! check`: the field errors must be the same, in the same order, one for
-//! one; and a valid pair, taken by both, is taken by `check` too.
+//! one; and a valid pair, taken by both, is taken by `check` too. No case
+//! has two entries of a selector's `matchLabels` wrong in different words:
+//! the API server checks them in Go's random map order.
 
 use std::process::Command;
 
@@ -112,6 +114,65 @@ fn cases() -> Vec<(&'static str, String)> {
                 .to_owned(),
         ),
         (
+            "selectors with a bad label key and value, an unknown operator, In without values, Exists with values",
+            policy(
+                "selectors.example.com",
+                &format!(
+                    "  matchConstraints:\n    namespaceSelector: {{matchLabels: {{-team: a_}}, matchExpressions: \
+                     [{{key: a/b/c, operator: Gt, values: ['x y']}}, {{key: k, operator: In}}]}}\n    \
+                     objectSelector: {{matchExpressions: [{{key: '', operator: Exists, values: [v]}}, \
+                     {{key: k, operator: '<In>'}}]}}\n    resourceRules:\n    - {{apiGroups: [apps], apiVersions: [v1], \
+                     operations: [PATCH], resources: [deployments]}}\n{VALIDATIONS}"
+                ),
+            ),
+        ),
+        (
+            "the same error twice in matchLabels, said once; values Go quotes with escapes",
+            policy(
+                "label-values.example.com",
+                &format!(
+                    "  matchConstraints:\n    namespaceSelector: {{matchLabels: {{a: -x, b: -x}}}}\n    \
+                     objectSelector: {{matchExpressions: [{{key: k, operator: In, values: [\"a\\u00a0b\", \
+                     \"c\\u200bd\\ufeff\", \"e\\u2028\\U000E0001\"]}}]}}\n    resourceRules:\n    \
+                     - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}}\n{VALIDATIONS}"
+                ),
+            ),
+        ),
+        (
+            "a paramKind with a bad group, version and kind",
+            policy(
+                "param-kind.example.com",
+                &format!("  paramKind: {{apiVersion: Example.com/V1, kind: 1Config_Map}}\n{RULES}{VALIDATIONS}"),
+            ),
+        ),
+        (
+            "a paramKind with two slashes and no kind",
+            policy("param-kind-slashes.example.com", &format!("  paramKind: {{apiVersion: a/b/v1}}\n{RULES}{VALIDATIONS}")),
+        ),
+        (
+            "a paramKind with a group and no version, a kind too long",
+            policy(
+                "param-kind-no-version.example.com",
+                &format!("  paramKind: {{apiVersion: example.com/, kind: {}}}\n{RULES}{VALIDATIONS}", "K".repeat(64)),
+            ),
+        ),
+        (
+            "a paramKind whose version is too long and no label",
+            policy(
+                "param-kind-long-version.example.com",
+                &format!("  paramKind: {{apiVersion: 'x/{}-', kind: Limits}}\n{RULES}{VALIDATIONS}", "v".repeat(63)),
+            ),
+        ),
+        (
+            "a binding's selectors: matchResources' and paramRef's beside a name",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {name: selectors-binding.example.com}\nspec:\n  policyName: p\n  validationActions: [Deny]\n  \
+             paramRef: {name: limits, selector: {matchExpressions: [{key: k, operator: Exists, values: [v]}]}, \
+             parameterNotFoundAction: Deny}\n  matchResources:\n    namespaceSelector: {matchLabels: {example.com/: x}}\n    \
+             objectSelector: {matchExpressions: [{key: k, operator: NotIn, values: []}]}\n"
+                .to_owned(),
+        ),
+        (
             "a binding with neither name nor selector, an unknown action on no params",
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
              metadata: {name: empty-ref.example.com}\nspec:\n  policyName: p\n  validationActions: [Warn]\n  \
@@ -190,7 +251,19 @@ fn a_valid_pair_is_taken_by_both() {
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{generateName: gen-}}\n\
          spec:\n{RULES}  auditAnnotations: [{{key: k, valueExpression: \"'v'\"}}]\n"
     );
-    let yaml = format!("{yaml}---\n{generated}");
+    // Edges of the selectors and of paramKind: a prefixed key with an
+    // empty value, Exists with an empty list, no group before `/`, a kind
+    // in mixed case.
+    let edges = policy(
+        "valid-edges.example.com",
+        &format!(
+            "  paramKind: {{apiVersion: /v1, kind: Limit-Range2}}\n  matchConstraints:\n    namespaceSelector: \
+             {{matchLabels: {{example.com/Team_1: ''}}, matchExpressions: [{{key: a, operator: Exists, values: []}}, \
+             {{key: b, operator: NotIn, values: [x, '']}}]}}\n    resourceRules:\n    - {{apiGroups: [apps], \
+             apiVersions: [v1], operations: [CREATE], resources: [deployments]}}\n{VALIDATIONS}"
+        ),
+    );
+    let yaml = format!("{yaml}---\n{generated}---\n{edges}");
     for document in yaml.split("---\n") {
         assert_eq!(api_server(document), None, "the API server takes {document}");
     }

@@ -1,22 +1,34 @@
 //! What the API server's validation refuses in a ValidatingAdmissionPolicy
 //! or its binding besides CEL (compiling checks that): names, the shape
-//! of the rules, match conditions, variables, messages and `paramRef`. The
-//! errors are the API server's field errors, word for word
+//! of the rules, label selectors (`namespaceSelector`, `objectSelector`,
+//! `paramRef.selector`: label keys and values, operators and their
+//! values), `paramKind`'s `apiVersion` and `kind`, match conditions,
+//! variables, messages, validation actions and `paramRef`. The errors are
+//! the API server's field errors, word for word
 //! (`k8s.io/kubernetes/pkg/apis/admissionregistration/validation`), so that
 //! `check` says what `kubectl apply` would say, and a generated pair the
 //! API server would refuse for one of these is not handed to it. Every
-//! error is given, not the first, as the API server gives them. Not
-//! checked here: label selectors' syntax (NativeMatch refuses a selector
-//! that does not parse, in its own words) and the format of `paramKind`'s
-//! `apiVersion` and `kind`.
+//! error is given, not the first, as the API server gives them, each once.
+//! These checks are the only place those rules are written: compiling
+//! ([`super::compile`]) maps the values they take. One order cannot be
+//! followed: the API server checks a selector's `matchLabels` in Go's
+//! random map order, here in the order of their keys.
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchResources, NamedRuleWithOperations, ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-    ValidatingAdmissionPolicySpec, Validation,
+    MatchResources, NamedRuleWithOperations, ParamKind, ParamRef, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicySpec, Validation,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+use formats::{cel_identifier, dns_1035_label, dns_subdomain, label_value, path_segment, qualified_name};
+use go::{json as go_json, quoted as go_quoted};
+
+mod formats;
+mod go;
+#[cfg(test)]
+mod tests;
 
 /// The API server's limit on a policy's match conditions.
 const MAX_MATCH_CONDITIONS: usize = 64;
@@ -25,36 +37,6 @@ const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// The API server's limit on an audit annotation's value expression.
 const MAX_AUDIT_ANNOTATION_VALUE: usize = 5 * 1024;
 const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
-const DNS_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or \
-                             '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex \
-                             used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const NAME_PART: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end \
-                         with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for \
-                         validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-/// CEL's reserved words, which a variable may not be named.
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// A native policy or binding the API server refuses, with every field
 /// error, as its answer (422 Unprocessable Entity) says it.
@@ -69,6 +51,24 @@ pub struct Invalid {
     pub errors: Vec<String>,
 }
 
+impl Invalid {
+    /// The refusal of an object of `kind` named `name` that compiling
+    /// cannot take though these checks found nothing wrong with it: they
+    /// and compiling disagree, a bug, said as the API server says one.
+    pub fn unexplained(kind: &'static str, name: &str) -> Self {
+        let error = "spec: Internal error: Portcullis cannot compile a value its field checks take, a bug to report";
+        Self { kind, name: name.to_owned(), errors: vec![error.to_owned()] }
+    }
+
+    /// `errors` of the object `kind` named `name`, each once, as the API
+    /// server's aggregate lists them; `None` without any.
+    fn of(kind: &'static str, name: &str, errors: Vec<String>) -> Option<Self> {
+        let mut seen = BTreeSet::new();
+        let errors: Vec<String> = errors.into_iter().filter(|e| seen.insert(e.clone())).collect();
+        (!errors.is_empty()).then(|| Self { kind, name: name.to_owned(), errors })
+    }
+}
+
 /// One error as it is, several in brackets, as Go's aggregate prints them.
 fn listed(errors: &[String]) -> String {
     match errors {
@@ -79,16 +79,14 @@ fn listed(errors: &[String]) -> String {
 
 /// `policy`, or why the API server refuses it.
 pub fn policy(policy: &ValidatingAdmissionPolicy) -> Result<(), Invalid> {
-    let name = policy.metadata.name.clone().unwrap_or_default();
-    let errors = of_policy(policy);
-    if errors.is_empty() { Ok(()) } else { Err(Invalid { kind: super::POLICY_KIND, name, errors }) }
+    let name = policy.metadata.name.as_deref().unwrap_or_default();
+    Invalid::of(super::POLICY_KIND, name, of_policy(policy)).map_or(Ok(()), Err)
 }
 
 /// `binding`, or why the API server refuses it.
 pub fn binding(binding: &ValidatingAdmissionPolicyBinding) -> Result<(), Invalid> {
-    let name = binding.metadata.name.clone().unwrap_or_default();
-    let errors = of_binding(binding);
-    if errors.is_empty() { Ok(()) } else { Err(Invalid { kind: super::BINDING_KIND, name, errors }) }
+    let name = binding.metadata.name.as_deref().unwrap_or_default();
+    Invalid::of(super::BINDING_KIND, name, of_binding(binding)).map_or(Ok(()), Err)
 }
 
 /// The field errors of `policy`, in the API server's order and words.
@@ -102,12 +100,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         errors.unsupported("spec.failurePolicy", failure, &["Fail", "Ignore"]);
     }
     if let Some(kind) = &spec.param_kind {
-        if kind.api_version.as_deref().unwrap_or_default().is_empty() {
-            errors.required("spec.paramKind.apiVersion", "");
-        }
-        if kind.kind.as_deref().unwrap_or_default().is_empty() {
-            errors.required("spec.paramKind.kind", "");
-        }
+        errors.param_kind(kind);
     }
     match &spec.match_constraints {
         None => errors.required("spec.matchConstraints", ""),
@@ -331,6 +324,14 @@ impl Errors {
         if let Some(policy) = &resources.match_policy {
             self.unsupported(&format!("{at}.matchPolicy"), policy, &["Equivalent", "Exact"]);
         }
+        // Both default to the empty selector: never missing.
+        for (field, selector) in
+            [("namespaceSelector", &resources.namespace_selector), ("objectSelector", &resources.object_selector)]
+        {
+            if let Some(selector) = selector {
+                self.label_selector(&format!("{at}.{field}"), selector);
+            }
+        }
         for (list, rules) in
             [("resourceRules", &resources.resource_rules), ("excludeResourceRules", &resources.exclude_resource_rules)]
         {
@@ -441,16 +442,94 @@ impl Errors {
         }
     }
 
+    /// `paramKind`: a group version (the group a DNS subdomain, the
+    /// version a DNS label) and a kind that is a DNS label but for case.
+    fn param_kind(&mut self, kind: &ParamKind) {
+        let field = "spec.paramKind.apiVersion";
+        match kind.api_version.as_deref().unwrap_or_default() {
+            "" => self.required(field, ""),
+            api_version => match group_version(api_version) {
+                None => self.invalid(field, api_version, &format!("unexpected GroupVersion string: {api_version}")),
+                Some((group, version)) => {
+                    let problems = dns_subdomain(group, "characters");
+                    if !group.is_empty() && !problems.is_empty() {
+                        self.invalid(field, group, &problems.join(","));
+                    }
+                    let problems = dns_1035_label(version);
+                    if version.is_empty() {
+                        self.invalid(field, api_version, "version must be specified");
+                    } else if !problems.is_empty() {
+                        self.invalid(field, version, &problems.join(","));
+                    }
+                }
+            },
+        }
+        let field = "spec.paramKind.kind";
+        match kind.kind.as_deref().unwrap_or_default() {
+            "" => self.required(field, ""),
+            kind => {
+                let problems = dns_1035_label(&kind.to_lowercase());
+                if !problems.is_empty() {
+                    let detail = format!("may have mixed case, but should otherwise match: {}", problems.join(","));
+                    self.invalid(field, kind, &detail);
+                }
+            }
+        }
+    }
+
+    /// A label selector, as apimachinery's `ValidateLabelSelector` checks
+    /// it with no options: the API server takes no invalid value here.
+    fn label_selector(&mut self, at: &str, selector: &LabelSelector) {
+        // Every entry is reported at `matchLabels`, not at its key.
+        let labels = format!("{at}.matchLabels");
+        for (key, value) in selector.match_labels.iter().flatten() {
+            self.qualified_name(&labels, key);
+            for problem in label_value(value) {
+                self.invalid(&labels, value, &problem);
+            }
+        }
+        for (i, requirement) in selector.match_expressions.iter().flatten().enumerate() {
+            let at = format!("{at}.matchExpressions[{i}]");
+            let values = requirement.values.as_deref().unwrap_or_default();
+            match requirement.operator.as_str() {
+                "In" | "NotIn" if values.is_empty() => {
+                    self.required(&format!("{at}.values"), "must be specified when `operator` is 'In' or 'NotIn'");
+                }
+                "Exists" | "DoesNotExist" if !values.is_empty() => self.push(
+                    &format!("{at}.values"),
+                    "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".to_owned(),
+                ),
+                "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+                // A named type: printed as JSON.
+                operator => self.push(
+                    &format!("{at}.operator"),
+                    format!("Invalid value: {}: not a valid selector operator", go_json(operator)),
+                ),
+            }
+            self.qualified_name(&format!("{at}.key"), &requirement.key);
+            for (j, value) in values.iter().enumerate() {
+                for problem in label_value(value) {
+                    self.invalid(&format!("{at}.values[{j}]"), value, &problem);
+                }
+            }
+        }
+    }
+
     fn param_ref(&mut self, param_ref: &ParamRef) {
         let at = "spec.paramRef";
         let name = param_ref.name.as_deref().unwrap_or_default();
         for problem in path_segment(name) {
             self.invalid(&format!("{at}.name"), name, &problem);
         }
-        let exclusive = "Forbidden: name and selector are mutually exclusive".to_owned();
+        let exclusive = "Forbidden: name and selector are mutually exclusive";
         if !name.is_empty() && param_ref.selector.is_some() {
-            self.push(&format!("{at}.name"), exclusive.clone());
-            self.push(&format!("{at}.selector"), exclusive);
+            self.push(&format!("{at}.name"), exclusive.to_owned());
+        }
+        if let Some(selector) = &param_ref.selector {
+            self.label_selector(&format!("{at}.selector"), selector);
+            if !name.is_empty() {
+                self.push(&format!("{at}.selector"), exclusive.to_owned());
+            }
         }
         if name.is_empty() && param_ref.selector.is_none() {
             self.required(at, "one of name or selector must be specified");
@@ -462,115 +541,13 @@ impl Errors {
     }
 }
 
-/// What is wrong with `name` as a DNS subdomain (RFC 1123), in the API
-/// server's words, which count its length in `unit` (an object's name in
-/// characters, a label key's prefix in bytes: two generations of its
-/// validation code).
-fn dns_subdomain(name: &str, unit: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    if name.len() > 253 {
-        problems.push(format!("must be no more than 253 {unit}"));
+/// `apiVersion` as its group and version (`v1` has no group, `/` neither);
+/// `None` with more than one `/`.
+fn group_version(api_version: &str) -> Option<(&str, &str)> {
+    match api_version.split_once('/') {
+        _ if api_version == "/" => Some(("", "")),
+        None => Some(("", api_version)),
+        Some((_, version)) if version.contains('/') => None,
+        Some(parts) => Some(parts),
     }
-    let label = |l: &str| {
-        let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-        l.starts_with(alphanumeric) && l.ends_with(alphanumeric) && l.chars().all(|c| alphanumeric(c) || c == '-')
-    };
-    if !name.split('.').all(label) {
-        problems.push(DNS_SUBDOMAIN.to_owned());
-    }
-    problems
-}
-
-/// What is wrong with `name` as a qualified name (a label key: an
-/// optional DNS subdomain prefix and `/`, then a name part), in the API
-/// server's words.
-fn qualified_name(name: &str) -> Vec<String> {
-    let parts: Vec<&str> = name.split('/').collect();
-    let (prefix, name) = match parts[..] {
-        [name] => (None, name),
-        [prefix, name] => (Some(prefix), name),
-        _ => {
-            return vec![
-                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end \
-                 with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for \
-                 validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix \
-                 and '/' (e.g. 'example.com/MyName')"
-                    .to_owned(),
-            ];
-        }
-    };
-    let mut problems = Vec::new();
-    match prefix {
-        Some("") => problems.push("prefix part must be non-empty".to_owned()),
-        Some(prefix) => problems.extend(dns_subdomain(prefix, "bytes").into_iter().map(|p| format!("prefix part {p}"))),
-        None => {}
-    }
-    if name.is_empty() {
-        problems.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        problems.push("name part must be no more than 63 bytes".to_owned());
-    }
-    if !is_name_part(name) {
-        problems.push(NAME_PART.to_owned());
-    }
-    problems
-}
-
-/// Whether `name` has the characters of a qualified name's name part (a
-/// label key's, without prefix): alphanumerics, `-`, `_` and `.`, between
-/// alphanumerics. Its length is the caller's to check.
-pub(crate) fn is_name_part(name: &str) -> bool {
-    let edge = |c: char| c.is_ascii_alphanumeric();
-    name.starts_with(edge)
-        && name.ends_with(edge)
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// What is wrong with `name` as a path segment (a resource name), in the
-/// API server's words.
-fn path_segment(name: &str) -> Vec<String> {
-    if name == "." || name == ".." {
-        return vec![format!("may not be '{name}'")];
-    }
-    ["/", "%"].iter().filter(|c| name.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
-}
-
-/// Whether `name` is a CEL identifier that is not a reserved word.
-fn cel_identifier(name: &str) -> bool {
-    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !CEL_RESERVED.contains(&name)
-}
-
-/// `value` as Go's `json.Marshal` writes it, as the API server's field
-/// errors print a value of a named type or a list: serde_json's JSON with
-/// `<`, `>` and `&` escaped, as Go escapes them for HTML.
-fn go_json(value: &(impl serde::Serialize + ?Sized)) -> String {
-    let json = serde_json::to_string(value).unwrap_or_default();
-    json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
-}
-
-/// `value` as Go's `%q` prints it, as the API server's field errors print
-/// a plain string.
-fn go_quoted(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c.is_control() && c.is_ascii() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

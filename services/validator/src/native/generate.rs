@@ -12,7 +12,7 @@ use portcullis_admission::names::{GENERATED_PREFIX, MANAGED_BY};
 use portcullis_admission::selector;
 use portcullis_cel::cost::DEFAULT_LIMIT;
 
-use super::{Problem, builtin};
+use super::builtin;
 use crate::cel;
 use crate::policy::{Action, FailurePolicy, PolicySpec};
 
@@ -208,28 +208,28 @@ pub fn generate(
             match_resources: None,
         },
     };
+    // A policy whose rules all stay in the webhook checks nothing here:
+    // the API server refuses a VAP without validations or audit
+    // annotations, and the field to name is the rules'.
+    let generated_spec = policy.spec.as_ref();
+    let checks_nothing = generated_spec.is_none_or(|s| {
+        s.validations.as_deref().unwrap_or_default().is_empty()
+            && s.audit_annotations.as_deref().unwrap_or_default().is_empty()
+    });
+    if checks_nothing {
+        return refuse(
+            "spec.rules".into(),
+            "it checks nothing a ValidatingAdmissionPolicy can run, and the API server refuses one without \
+             validations",
+        );
+    }
     // The pair is compiled and checked as `check` compiles and checks a
     // native one: what the API server would refuse is not handed to it.
-    // Compiled first: nothing to check is the policy's rules' doing.
     if let Err(refused) = super::compile(&policy, &binding, DEFAULT_LIMIT) {
-        match &*refused.problem {
-            Problem::Empty => {
-                return refuse(
-                    "spec.rules".into(),
-                    "it checks nothing a ValidatingAdmissionPolicy can run, and the API server refuses one without \
-                     validations",
-                );
-            }
-            _ => {
-                return refuse(
-                    format!(
-                        "the generated ValidatingAdmissionPolicy ({})",
-                        portcullis_telemetry::error_chain(&refused)
-                    ),
-                    "Portcullis generated a ValidatingAdmissionPolicy the API server would refuse, a bug to report",
-                );
-            }
-        }
+        return refuse(
+            format!("the generated ValidatingAdmissionPolicy ({})", portcullis_telemetry::error_chain(&refused)),
+            "Portcullis generated a ValidatingAdmissionPolicy the API server would refuse, a bug to report",
+        );
     }
     // The generated object's fields, which the message says: the indexes
     // of its validations follow the built-in rules pushed down first.

@@ -9,8 +9,10 @@
 //! A VAP is taken exactly when the API server would take it: the
 //! validator's stricter load-time cost estimate becomes a warning here, and
 //! what the API server would refuse (an expression that does not compile,
-//! `validationActions` with both Deny and Warn), or what cannot be judged
-//! outside it (`authorizer`), is a clear error, never a silent pass.
+//! a field its validation refuses: [`fields`], the one place those rules
+//! are written), or what cannot be judged outside it (`authorizer`), is a
+//! clear error, never a silent pass. Compiling only maps the fields' values
+//! to the engine's; one it cannot map is refused with [`fields`]' errors.
 //! `namespaceObject` is the object's namespace, watched in a cluster and
 //! among the manifests offline; one that is not known fails the policy.
 
@@ -65,18 +67,11 @@ pub enum Problem {
     /// `matchConstraints` or `matchResources` the API server refuses.
     #[error(transparent)]
     Match(#[from] MatchError),
-    /// `validationActions` the API server refuses.
-    #[error("spec.validationActions: {0}")]
-    Actions(String),
-    /// `failurePolicy` the API server refuses.
-    #[error("spec.failurePolicy: Unsupported value: {0:?}: supported values: \"Fail\", \"Ignore\"")]
-    FailurePolicy(String),
-    /// A `reason` the API server refuses.
-    #[error("spec.validations[{0}].reason: Unsupported value: {1:?}")]
-    Reason(usize, String),
-    /// Neither validations nor audit annotations.
-    #[error("spec.validations: Required value: validations or auditAnnotations must contain at least one item")]
-    Empty,
+    /// A value compiling cannot map (a `failurePolicy`, `reason` or
+    /// validation action the API server refuses), with the field errors
+    /// of its object in the API server's words ([`fields`]).
+    #[error(transparent)]
+    Invalid(fields::Invalid),
     /// `paramKind` with a binding whose `paramRef` cannot be used.
     #[error("binding spec.paramRef: {0}")]
     Params(#[from] ParamSpecError),
@@ -134,7 +129,9 @@ pub fn assemble(
 /// Compiles `policy` through `binding`: CEL as the API server takes it
 /// (an estimated cost over `cost_limit`, or an expression over Portcullis'
 /// length bound, only warns), the match, the
-/// actions and parameters.
+/// actions and parameters. The fields are [`fields`]' to check, before
+/// (a file's pair, at parse) or by the API server (a cluster's): a value
+/// not mapped here is refused with their errors.
 pub fn compile(
     policy: &ValidatingAdmissionPolicy,
     binding: &ValidatingAdmissionPolicyBinding,
@@ -149,11 +146,13 @@ pub fn compile(
     };
     let spec = policy.spec.as_ref().ok_or_else(|| fail(Problem::NoSpec))?;
     let binding_spec = &binding.spec;
-    let action = action(&binding_spec.validation_actions).map_err(fail)?;
+    let action = action(&binding_spec.validation_actions)
+        .ok_or_else(|| fail(unmapped(fields::binding(binding), BINDING_KIND, &binding_name)))?;
+    let refused = || fail(unmapped(fields::policy(policy), POLICY_KIND, &name));
     let failure_policy = match spec.failure_policy.as_deref() {
         None | Some("Fail") => FailurePolicy::Fail,
         Some("Ignore") => FailurePolicy::Ignore,
-        Some(other) => return Err(fail(Problem::FailurePolicy(other.to_owned()))),
+        Some(_) => return Err(refused()),
     };
     let named = |name: &String, expression: &String| cel::NamedExpression {
         name: name.clone(),
@@ -163,14 +162,14 @@ pub fn compile(
         spec.match_conditions.iter().flatten().map(|c| named(&c.name, &c.expression)).collect();
     let variables: Vec<_> = spec.variables.iter().flatten().map(|v| named(&v.name, &v.expression)).collect();
     let mut validations = Vec::new();
-    for (i, v) in spec.validations.iter().flatten().enumerate() {
+    for v in spec.validations.iter().flatten() {
         let reason = match v.reason.as_deref() {
             // The API server's default for a VAP (a ValidatorPolicy's is Forbidden).
             None => Some(cel::Reason::Invalid),
             Some("Forbidden") => Some(cel::Reason::Forbidden),
             Some("Invalid") => Some(cel::Reason::Invalid),
             Some("RequestEntityTooLarge") => Some(cel::Reason::RequestEntityTooLarge),
-            Some(other) => return Err(fail(Problem::Reason(i, other.to_owned()))),
+            Some(_) => return Err(refused()),
         };
         validations.push(cel::Validation {
             expression: v.expression.clone(),
@@ -185,9 +184,6 @@ pub fn compile(
         .flatten()
         .map(|a| cel::AuditAnnotation { key: a.key.clone(), value_expression: a.value_expression.clone() })
         .collect();
-    if validations.is_empty() && audit_annotations.is_empty() {
-        return Err(fail(Problem::Empty));
-    }
     let mut warnings = Vec::new();
     let compile = |bounds| {
         CelRules::compile(
@@ -237,22 +233,29 @@ pub fn compile(
 }
 
 /// The binding's `validationActions` as one action: Deny (with or without
-/// Audit) denies, Warn (with or without Audit) warns, Audit alone audits.
-fn action(actions: &[String]) -> Result<Action, Problem> {
-    let bad = |why: String| Err(Problem::Actions(why));
-    if actions.is_empty() {
-        return bad("Required value: at least one validation action is required".into());
-    }
-    if let Some(other) = actions.iter().find(|a| !matches!(a.as_str(), "Deny" | "Warn" | "Audit")) {
-        return bad(format!("Unsupported value: {other:?}: supported values: \"Audit\", \"Deny\", \"Warn\""));
+/// Audit) denies, Warn (with or without Audit) warns, Audit alone audits;
+/// `None` for a list the API server refuses (none, an unknown action, Deny
+/// with Warn).
+fn action(actions: &[String]) -> Option<Action> {
+    if actions.is_empty() || actions.iter().any(|a| !matches!(a.as_str(), "Deny" | "Warn" | "Audit")) {
+        return None;
     }
     let has = |a: &str| actions.iter().any(|x| x == a);
     match (has("Deny"), has("Warn")) {
-        (true, true) => bad("Invalid value: validationActions must not contain both Deny and Warn".into()),
-        (true, false) => Ok(Action::Deny),
-        (false, true) => Ok(Action::Warn),
-        (false, false) => Ok(Action::Audit),
+        (true, true) => None,
+        (true, false) => Some(Action::Deny),
+        (false, true) => Some(Action::Warn),
+        (false, false) => Some(Action::Audit),
     }
+}
+
+/// Why a value of the object `kind` `name` cannot be mapped: `checked`,
+/// its field errors, which name that value in the API server's words. A
+/// file's pair passed them before compiling and a cluster's passed the API
+/// server's own, so they do; should they not (these checks and
+/// compiling disagreeing, a bug), the refusal says so.
+fn unmapped(checked: Result<(), fields::Invalid>, kind: &'static str, name: &str) -> Problem {
+    Problem::Invalid(checked.err().unwrap_or_else(|| fields::Invalid::unexplained(kind, name)))
 }
 
 /// The API server's words for a native policy's finding: the denial

@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use portcullis_admission::{Request, decode};
 use serde_json::{Value, json};
 
@@ -630,4 +631,59 @@ fn a_generate_name_that_cannot_begin_a_name_is_refused() {
         error.contains(r#"is invalid: metadata.generateName: Invalid value: "Not_-": a lowercase RFC 1123"#),
         "{error}"
     );
+}
+
+/// The policy and binding of [`POLICY`], as a cluster holds them.
+fn pair(yaml: &str) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let mut documents = yaml.split("---");
+    let mut next = || documents.next().unwrap_or_default();
+    let policy = serde_yaml::from_str(next()).unwrap_or_else(|e| panic!("{e}"));
+    (policy, serde_yaml::from_str(next()).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Compiling maps values and checks none: one it cannot map (a cluster's
+/// objects are not checked again) is refused with the field checks'
+/// errors of its object, every one, in the API server's words.
+#[rstest::rstest]
+#[case::failure_policy(
+    POLICY.replace("  validations:", "  failurePolicy: Sometimes\n  validations:"),
+    r#"ValidatingAdmissionPolicy.admissionregistration.k8s.io "replicas" is invalid: spec.failurePolicy: Unsupported value: "Sometimes": supported values: "Fail", "Ignore""#
+)]
+#[case::reason_with_another_error(
+    POLICY.replace("message: at most 5 replicas", "message: ' '\n    reason: Teapot"),
+    r#"ValidatingAdmissionPolicy.admissionregistration.k8s.io "replicas" is invalid: [spec.validations[0].message: Invalid value: " ": must be non-empty if specified, spec.validations[0].reason: Unsupported value: "Teapot": supported values: "Forbidden", "Invalid", "RequestEntityTooLarge"]"#
+)]
+#[case::deny_with_warn(
+    POLICY.replace("validationActions: [Deny]", "validationActions: [Deny, Warn]"),
+    r#"ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "replicas-binding" is invalid: spec.validationActions: Invalid value: ["Deny","Warn"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"#
+)]
+#[case::no_action(
+    POLICY.replace("validationActions: [Deny]", "validationActions: []"),
+    r#"ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "replicas-binding" is invalid: spec.validationActions: Required value: at least one validation action is required"#
+)]
+#[case::unknown_action(
+    POLICY.replace("validationActions: [Deny]", "validationActions: [Block]"),
+    r#"ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "replicas-binding" is invalid: spec.validationActions[0]: Unsupported value: "Block": supported values: "Audit", "Deny", "Warn""#
+)]
+fn a_value_compiling_cannot_map_is_refused_in_the_api_servers_words(#[case] yaml: String, #[case] expected: &str) {
+    let (policy, binding) = pair(&yaml);
+    let refused = super::compile(&policy, &binding, portcullis_cel::cost::DEFAULT_LIMIT).err();
+    let problem = refused.map(|e| e.problem);
+    assert!(matches!(problem.as_deref(), Some(super::Problem::Invalid(_))), "{problem:?}");
+    assert_eq!(problem.map(|p| p.to_string()).as_deref(), Some(expected));
+}
+
+/// Nothing to validate is the field checks' to refuse: compiling takes a
+/// cluster's pair as the API server took it.
+#[test]
+fn compiling_takes_a_policy_with_only_audit_annotations() {
+    let annotated = POLICY.replace(
+        "  validations:\n  - expression: object.spec.replicas <= 5\n    message: at most 5 replicas\n  \
+         - expression: object.metadata.name.size() < 10\n",
+        "  auditAnnotations: [{key: replicas, valueExpression: 'string(object.spec.replicas)'}]\n",
+    );
+    let (policy, binding) = pair(&annotated);
+    assert!(policy.spec.as_ref().is_some_and(|s| s.validations.is_none()), "{annotated}");
+    let compiled = super::compile(&policy, &binding, portcullis_cel::cost::DEFAULT_LIMIT);
+    assert!(compiled.is_ok(), "{compiled:?}");
 }
