@@ -94,8 +94,8 @@ pub fn mutate(req: &Request, config: &Config) -> Outcome {
 ///
 /// Only a pod's creation gets templates, CEL mutations and defaults; a
 /// pod's update has only its images rewritten. `change` is what `req` does
-/// ([`PodChange::of`]), classified once by the caller, which also waits on
-/// it.
+/// ([`PodChange::of`]), classified once by the caller (the webhook also
+/// decides by it whether to wait for a new pod's namespace).
 pub(crate) fn mutate_by(
     req: &Request,
     change: PodChange,

@@ -95,18 +95,12 @@ impl PlainVisitor<'_> {
     /// Writes `name=value`, or a message's text alone, escaped when
     /// `escape` or a message.
     fn write(&mut self, name: &str, value: &dyn Debug, escape: bool) {
-        // tracing-log's metadata, which the line's header already carries.
-        if self.result.is_err() || name.starts_with("log.") {
-            return;
-        }
-        if !std::mem::take(&mut self.is_empty) {
-            self.result = self.writer.write_char(' ');
-        }
+        let Some(name) = self.next_field(name) else { return };
         let sanitize = self.writer.sanitizes_ansi_escapes();
         self.result = self.result.and_then(|()| match name {
             "message" => write!(self.writer, "{:?}", Escaped { value, sanitize }),
             name => {
-                self.writer.write_str(name.strip_prefix("r#").unwrap_or(name))?;
+                self.writer.write_str(name)?;
                 self.writer.write_char('=')?;
                 if escape && sanitize {
                     write!(self.writer, "{:?}", Escaped { value, sanitize })
@@ -116,25 +110,31 @@ impl PlainVisitor<'_> {
             }
         });
     }
-}
 
-impl PlainVisitor<'_> {
     /// Writes `name="value"` for a `value` that `Debug` writes as it is
     /// between quotes ([`is_plain`]).
     fn write_quoted(&mut self, name: &str, value: &str) {
-        if self.result.is_err() || name.starts_with("log.") {
-            return;
-        }
-        if !std::mem::take(&mut self.is_empty) {
-            self.result = self.writer.write_char(' ');
-        }
-        let name = name.strip_prefix("r#").unwrap_or(name);
+        let Some(name) = self.next_field(name) else { return };
         self.result = self.result.and_then(|()| {
             self.writer.write_str(name)?;
             self.writer.write_str("=\"")?;
             self.writer.write_str(value)?;
             self.writer.write_char('"')
         });
+    }
+
+    /// Starts the field `name`: its separator, and the name to write
+    /// (without a raw identifier's `r#`); `None` when nothing is written
+    /// (an earlier write failed, or tracing-log's metadata, which the
+    /// line's header already carries).
+    fn next_field<'n>(&mut self, name: &'n str) -> Option<&'n str> {
+        if self.result.is_err() || name.starts_with("log.") {
+            return None;
+        }
+        if !std::mem::take(&mut self.is_empty) {
+            self.result = self.writer.write_char(' ');
+        }
+        Some(name.strip_prefix("r#").unwrap_or(name))
     }
 }
 

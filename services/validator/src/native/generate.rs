@@ -152,6 +152,16 @@ pub fn generate(
         }
         _ => (None, None),
     };
+    // A policy whose rules all stay in the webhook checks nothing here:
+    // the API server refuses a VAP without validations or audit
+    // annotations, and the field to name is the rules'.
+    if rule_validations.is_empty() && spec.validations.is_empty() && spec.audit_annotations.is_empty() {
+        return refuse(
+            "spec.rules".into(),
+            "it checks nothing a ValidatingAdmissionPolicy can run, and the API server refuses one without \
+             validations",
+        );
+    }
     let generated = generated_name(name, namespace);
     let metadata = ObjectMeta {
         name: Some(generated.clone()),
@@ -208,21 +218,6 @@ pub fn generate(
             match_resources: None,
         },
     };
-    // A policy whose rules all stay in the webhook checks nothing here:
-    // the API server refuses a VAP without validations or audit
-    // annotations, and the field to name is the rules'.
-    let generated_spec = policy.spec.as_ref();
-    let checks_nothing = generated_spec.is_none_or(|s| {
-        s.validations.as_deref().unwrap_or_default().is_empty()
-            && s.audit_annotations.as_deref().unwrap_or_default().is_empty()
-    });
-    if checks_nothing {
-        return refuse(
-            "spec.rules".into(),
-            "it checks nothing a ValidatingAdmissionPolicy can run, and the API server refuses one without \
-             validations",
-        );
-    }
     // The pair is compiled and checked as `check` compiles and checks a
     // native one: what the API server would refuse is not handed to it.
     if let Err(refused) = super::compile(&policy, &binding, DEFAULT_LIMIT) {

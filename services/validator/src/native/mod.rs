@@ -11,8 +11,11 @@
 //! what the API server would refuse (an expression that does not compile,
 //! a field its validation refuses: [`fields`], the one place those rules
 //! are written), or what cannot be judged outside it (`authorizer`), is a
-//! clear error, never a silent pass. Compiling only maps the fields' values
-//! to the engine's; one it cannot map is refused with [`fields`]' errors.
+//! clear error, never a silent pass. Compiling maps the fields' values to
+//! the engine's; whatever it cannot take that [`fields`] also finds (a
+//! value it cannot map, a match or `paramRef` it cannot build) is refused
+//! with [`fields`]' errors, and only what those checks do not cover (a
+//! selector the API server takes and Portcullis cannot) in its own.
 //! `namespaceObject` is the object's namespace, watched in a cluster and
 //! among the manifests offline; one that is not known fails the policy.
 
@@ -130,8 +133,9 @@ pub fn assemble(
 /// (an estimated cost over `cost_limit`, or an expression over Portcullis'
 /// length bound, only warns), the match, the
 /// actions and parameters. The fields are [`fields`]' to check, before
-/// (a file's pair, at parse) or by the API server (a cluster's): a value
-/// not mapped here is refused with their errors.
+/// (a file's pair, at parse) or by the API server (a cluster's): what is
+/// refused here (a value not mapped, a match or `paramRef` not built) is
+/// refused with their errors when they find it.
 pub fn compile(
     policy: &ValidatingAdmissionPolicy,
     binding: &ValidatingAdmissionPolicyBinding,
@@ -144,7 +148,10 @@ pub fn compile(
         binding: binding_name.clone(),
         problem: Box::new(problem),
     };
-    let spec = policy.spec.as_ref().ok_or_else(|| fail(Problem::NoSpec))?;
+    // What compiling meets that the field checks also find is refused in
+    // their words, the API server's.
+    let worded = |problem: Problem| field_errors(policy, binding).map_or(problem, Problem::Invalid);
+    let spec = policy.spec.as_ref().ok_or_else(|| fail(worded(Problem::NoSpec)))?;
     let binding_spec = &binding.spec;
     let action = action(&binding_spec.validation_actions)
         .ok_or_else(|| fail(unmapped(fields::binding(binding), BINDING_KIND, &binding_name)))?;
@@ -216,9 +223,9 @@ pub fn compile(
     };
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
-            .map_err(|e| fail(e.into()))?;
-    let params =
-        Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(|e| fail(e.into()))?;
+            .map_err(|e| fail(worded(e.into())))?;
+    let params = Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref())
+        .map_err(|e| fail(worded(e.into())))?;
     let policy = Policy {
         name,
         namespace: None,
@@ -247,6 +254,15 @@ fn action(actions: &[String]) -> Option<Action> {
         (false, true) => Some(Action::Warn),
         (false, false) => Some(Action::Audit),
     }
+}
+
+/// What the field checks find wrong with the pair (the policy's errors
+/// first), if anything.
+fn field_errors(
+    policy: &ValidatingAdmissionPolicy,
+    binding: &ValidatingAdmissionPolicyBinding,
+) -> Option<fields::Invalid> {
+    fields::policy(policy).and_then(|()| fields::binding(binding)).err()
 }
 
 /// Why a value of the object `kind` `name` cannot be mapped: `checked`,
