@@ -7,6 +7,7 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::parser::Parser;
 
 use crate::cost;
+use crate::declared::Finding;
 
 /// The longest expression accepted: a bound on compile and evaluation cost
 /// alongside the evaluation deadline.
@@ -92,6 +93,32 @@ pub enum CompileError {
         variable: &'static str,
         /// Why it is not provided.
         why: &'static str,
+    },
+    /// Uses a name Kubernetes' CEL does not declare (a misspelt variable,
+    /// a namespace of functions it lacks): the API server refuses such a
+    /// policy when it is created.
+    #[error(
+        "{expression:?} uses `{name}`, which Kubernetes' CEL does not declare (the API server refuses it: \
+         undeclared reference to '{name}' (in container ''))"
+    )]
+    Undeclared {
+        /// The expression.
+        expression: String,
+        /// The name.
+        name: String,
+    },
+    /// Uses a macro of Kubernetes' CEL that Portcullis does not evaluate
+    /// yet: the API server takes it, Portcullis could only fail it on
+    /// every object.
+    #[error(
+        "{expression:?} uses `{name}` with its variables, a macro of Kubernetes' CEL (the two-variable \
+         comprehensions of 1.32, `sortBy` of 1.34) that Portcullis does not evaluate yet"
+    )]
+    UnsupportedMacro {
+        /// The expression.
+        expression: String,
+        /// The macro.
+        name: &'static str,
     },
     /// Constructs a message (`Name{...}`) its environment does not declare:
     /// none in validations, `Object`, `Object.<path>` and `JSONPatch` in
@@ -200,6 +227,15 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
     let references = program.references();
     if let Some(&(variable, why)) = environment.unbound().iter().find(|(v, _)| references.has_variable(v)) {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
+    }
+    match crate::declared::find(program.expression()) {
+        None => {}
+        Some(Finding::Undeclared(name)) => {
+            return Err(CompileError::Undeclared { expression: source.to_owned(), name });
+        }
+        Some(Finding::UnsupportedMacro(name)) => {
+            return Err(CompileError::UnsupportedMacro { expression: source.to_owned(), name });
+        }
     }
     if let Some(type_name) = undeclared_type(program.expression(), environment) {
         return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });

@@ -6,8 +6,9 @@
 //!
 //! Every webhook and the audit evaluate through this crate, so they share
 //! one budget: an expression is compiled once, at load ([`compile`]), and
-//! refused when its worst-case cost grows faster than the object it reads
-//! ([`cost`]); what the expressions read is found in their syntax trees
+//! refused when it uses a name Kubernetes' CEL does not declare (as the
+//! API server's type checker refuses it) or when its worst-case cost grows
+//! faster than the object it reads ([`cost`]); what the expressions read is found in their syntax trees
 //! ([`reads`]) so that a request converts only that into CEL values
 //! ([`Bindings`]), and what mutations change ([`changes`]) so that a
 //! mutating webhook builds only that of an object; an evaluation counts its work as it runs and stops at
@@ -28,6 +29,7 @@ pub mod changes;
 mod compile;
 mod convert;
 pub mod cost;
+mod declared;
 mod evaluate;
 pub mod json;
 pub mod reads;

@@ -1,0 +1,199 @@
+//! The names an expression may use where Kubernetes' admission CEL declares
+//! them: the API server's type checker refuses any other name when the
+//! policy is created (`undeclared reference to 'foo' (in container '')`),
+//! so an expression that uses one is refused at load here too, rather than
+//! failing where evaluation reaches it, or passing offline when it never
+//! does (`... || foo`).
+//!
+//! Only names are checked, not types or a function's overloads: a
+//! variable (`objet` for `object`), a namespace of functions Kubernetes'
+//! environment lacks though the interpreter has them (`math.greatest`,
+//! `base64.encode`, `cel.bind`). Where in doubt a name is taken: types
+//! usable as values, and every namespace Kubernetes declares functions in.
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+
+/// The variables of Kubernetes' admission CEL, validating and mutating
+/// (`params` is declared only with a `paramKind`; it is taken here
+/// whatever the policy says, and `authorizer` is refused earlier, as
+/// Portcullis does not bind it).
+const VARIABLES: [&str; 7] = ["object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"];
+
+/// Names of types, which an expression may use as values
+/// (`type(x) == string`), and the root of the protobuf type names.
+const TYPES: [&str; 15] = [
+    "bool",
+    "bytes",
+    "double",
+    "duration",
+    "dyn",
+    "google",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "optional_type",
+    "string",
+    "timestamp",
+    "type",
+    "uint",
+];
+
+/// The namespaces Kubernetes' CEL declares functions in
+/// (`optional.none()`, `lists.range(3)`, `sets.contains(a, b)`,
+/// `strings.quote(s)`, `format.dns1123Label()`, and in mutations
+/// `jsonpatch.escapeKey(k)`, taken in validations too).
+const NAMESPACES: [&str; 6] = ["optional", "lists", "sets", "strings", "format", "jsonpatch"];
+
+/// The macros of Kubernetes' CEL whose variables the interpreter cannot
+/// bind yet: the two-variable comprehensions (`all(i, v, p)`,
+/// `transformList(i, v, e)`..., Kubernetes 1.32) and `sortBy(x, key)`
+/// (lists version 3, Kubernetes 1.34). Called with their variables, they
+/// are refused at load by name, not taken for undeclared names.
+const UNSUPPORTED_MACROS: [(&str, usize); 8] = [
+    ("all", 3),
+    ("exists", 3),
+    ("existsOne", 3),
+    ("exists_one", 3),
+    ("transformList", 3),
+    ("transformMap", 3),
+    ("transformMapEntry", 3),
+    ("sortBy", 2),
+];
+
+/// What [`find`] found first.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Finding {
+    /// A name Kubernetes' admission CEL does not declare.
+    Undeclared(String),
+    /// A macro of Kubernetes' CEL that Portcullis does not evaluate.
+    UnsupportedMacro(&'static str),
+}
+
+/// The first name `expr` uses that Kubernetes' admission CEL does not
+/// declare, or macro Portcullis does not evaluate, in the order of the
+/// source's syntax tree.
+pub(crate) fn find(expr: &IdedExpr) -> Option<Finding> {
+    Walk { scope: Vec::new() }.expr(expr)
+}
+
+/// A walk of the tree with the comprehension variables in scope.
+struct Walk<'a> {
+    scope: Vec<&'a str>,
+}
+
+impl<'a> Walk<'a> {
+    fn declared(&self, name: &str) -> bool {
+        self.scope.contains(&name) || VARIABLES.contains(&name) || TYPES.contains(&name)
+    }
+
+    fn expr(&mut self, expr: &'a IdedExpr) -> Option<Finding> {
+        match &expr.expr {
+            Expr::Ident(name) => (!self.declared(name)).then(|| Finding::Undeclared(name.clone())),
+            Expr::Call(call) => {
+                let variables = call.args.iter().take_while(|a| matches!(a.expr, Expr::Ident(_))).count();
+                let unsupported = UNSUPPORTED_MACROS
+                    .iter()
+                    .find(|(name, arity)| call.func_name == *name && call.target.is_some() && variables >= arity - 1);
+                if let Some((name, arity)) = unsupported
+                    && call.args.len() >= *arity
+                {
+                    return Some(Finding::UnsupportedMacro(name));
+                }
+                let target = match call.target.as_deref() {
+                    // A function in a namespace: `ns.f(...)`.
+                    Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {
+                        if !NAMESPACES.contains(&ns.as_str()) {
+                            return Some(Finding::Undeclared(ns.clone()));
+                        }
+                        None
+                    }
+                    Some(target) => self.expr(target),
+                    None => None,
+                };
+                target.or_else(|| call.args.iter().find_map(|arg| self.expr(arg)))
+            }
+            Expr::Select(select) => self.expr(&select.operand),
+            Expr::List(list) => list.elements.iter().find_map(|e| self.expr(e)),
+            Expr::Map(map) => map.entries.iter().find_map(|e| self.entry(&e.expr)),
+            Expr::Struct(structure) => structure.entries.iter().find_map(|e| self.entry(&e.expr)),
+            Expr::Comprehension(c) => {
+                // The range and the accumulator's start are outside the loop.
+                if let Some(name) = self.expr(&c.iter_range).or_else(|| self.expr(&c.accu_init)) {
+                    return Some(name);
+                }
+                let outer = self.scope.len();
+                self.scope.extend([c.iter_var.as_str(), c.accu_var.as_str()]);
+                self.scope.extend(c.iter_var2.as_deref());
+                let found = [&c.loop_cond, &c.loop_step, &c.result].into_iter().find_map(|e| self.expr(e));
+                self.scope.truncate(outer);
+                found
+            }
+            Expr::Literal(_) | Expr::Unspecified => None,
+        }
+    }
+
+    fn entry(&mut self, entry: &'a EntryExpr) -> Option<Finding> {
+        match entry {
+            EntryExpr::StructField(field) => self.expr(&field.value),
+            EntryExpr::MapEntry(entry) => self.expr(&entry.key).or_else(|| self.expr(&entry.value)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cel::Program;
+    use cel::parser::Parser;
+    use rstest::rstest;
+
+    use super::Finding;
+
+    fn find(source: &str) -> Option<Finding> {
+        let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
+        super::find(program.expression())
+    }
+
+    #[rstest]
+    #[case::a_misspelt_variable("objet.spec.replicas <= 5", "objet")]
+    #[case::in_a_branch_never_taken("object.spec.replicas <= 4 || foo", "foo")]
+    #[case::math("math.greatest(1, 2) == 2", "math")]
+    #[case::base64("base64.encode(b'a') == 'YQ=='", "base64")]
+    #[case::bind("cel.bind(r, object.spec.replicas, r <= 5)", "cel")]
+    #[case::a_loop_variable_out_of_its_loop("object.spec.containers.all(c, c.name != '') && c.image != ''", "c")]
+    #[case::in_a_map_literal("{'a': x}.size() == 1", "x")]
+    #[case::in_a_loop_range("foo.all(c, c != '')", "foo")]
+    fn names_kubernetes_does_not_declare_are_found(#[case] source: &str, #[case] name: &str) {
+        assert_eq!(find(source), Some(Finding::Undeclared(name.to_owned())), "{source}");
+    }
+
+    #[rstest]
+    #[case::variables("object.a == oldObject.a && request.uid != '' && params.x == variables.y")]
+    #[case::namespace_object("namespaceObject.metadata.name != ''")]
+    #[case::loops("object.spec.containers.all(c, c.ports.exists(p, p.containerPort > 0 && c.name != ''))")]
+    #[case::map_and_filter("object.items.map(i, i.name).filter(n, n != '').size() > 0")]
+    #[case::exists_one("[1, 2].exists_one(x, x == 1)")]
+    #[case::has("has(object.spec) && !has(object.status)")]
+    #[case::types("type(object.spec.replicas) == int || type(object.x) == string || type(1u) == uint")]
+    #[case::namespaces("optional.none().orValue(1) == lists.range(3).size() && sets.contains([1], [1])")]
+    #[case::strings_and_formats("strings.quote('a') != '' && format.dns1123Label().validate('a').hasValue() == false")]
+    #[case::optional_syntax("object.?metadata.?name.orValue('') != '' && [?optional.none()].size() == 0")]
+    #[case::library(
+        "quantity('1Gi').isGreaterThan(quantity('1Mi')) && isSemver('1.0.0') && ip('1.2.3.4').family() == 4"
+    )]
+    fn names_kubernetes_declares_are_taken(#[case] source: &str) {
+        assert_eq!(find(source), None, "{source}");
+    }
+
+    #[rstest]
+    #[case::all("object.spec.containers.all(i, c, c.name != '')", "all")]
+    #[case::exists("object.data.exists(k, v, v == 'x')", "exists")]
+    #[case::exists_one("object.data.existsOne(k, v, v == 'x')", "existsOne")]
+    #[case::transform_list("[1].transformList(i, v, v + i) == [1]", "transformList")]
+    #[case::transform_list_filtered("[1].transformList(i, v, v > 0, v) == [1]", "transformList")]
+    #[case::transform_map("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}", "transformMap")]
+    #[case::sort_by("[3, 1].sortBy(x, x) == [1, 3]", "sortBy")]
+    fn macros_portcullis_does_not_evaluate_are_named(#[case] source: &str, #[case] name: &'static str) {
+        assert_eq!(find(source), Some(Finding::UnsupportedMacro(name)), "{source}");
+    }
+}
