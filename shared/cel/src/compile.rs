@@ -112,7 +112,8 @@ pub enum CompileError {
     /// every object.
     #[error(
         "{expression:?} uses `{name}` with its variables, a macro of Kubernetes' CEL (the two-variable \
-         comprehensions of 1.32, `sortBy` of 1.34) that Portcullis does not evaluate yet"
+         comprehensions of 1.32, `sortBy` of 1.34, `optMap`, `optFlatMap`) that Portcullis does not \
+         evaluate yet"
     )]
     UnsupportedMacro {
         /// The expression.

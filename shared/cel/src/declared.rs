@@ -20,8 +20,14 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 const VARIABLES: [&str; 7] = ["object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer"];
 
 /// Names of types, which an expression may use as values
-/// (`type(x) == string`), and the root of the protobuf type names.
-const TYPES: [&str; 15] = [
+/// (`type(x) == string`), and the roots of qualified type names
+/// (`google.protobuf.Timestamp`, `net.IP`, `kubernetes.UserInfo`);
+/// `Object` and `JSONPatch` are a mutation's, taken in validations too.
+/// Where in doubt, a name is here: one taken wrongly only fails where
+/// evaluation reaches it, as before.
+const TYPES: [&str; 19] = [
+    "JSONPatch",
+    "Object",
     "bool",
     "bytes",
     "double",
@@ -29,8 +35,10 @@ const TYPES: [&str; 15] = [
     "dyn",
     "google",
     "int",
+    "kubernetes",
     "list",
     "map",
+    "net",
     "null_type",
     "optional_type",
     "string",
@@ -41,16 +49,19 @@ const TYPES: [&str; 15] = [
 
 /// The namespaces Kubernetes' CEL declares functions in
 /// (`optional.none()`, `lists.range(3)`, `sets.contains(a, b)`,
-/// `strings.quote(s)`, `format.dns1123Label()`, and in mutations
-/// `jsonpatch.escapeKey(k)`, taken in validations too).
-const NAMESPACES: [&str; 6] = ["optional", "lists", "sets", "strings", "format", "jsonpatch"];
+/// `strings.quote(s)`, `format.dns1123Label()`, `ip.isCanonical(s)`, and
+/// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
+const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
 /// The macros of Kubernetes' CEL whose variables the interpreter cannot
 /// bind yet: the two-variable comprehensions (`all(i, v, p)`,
-/// `transformList(i, v, e)`..., Kubernetes 1.32) and `sortBy(x, key)`
-/// (lists version 3, Kubernetes 1.34). Called with their variables, they
-/// are refused at load by name, not taken for undeclared names.
-const UNSUPPORTED_MACROS: [(&str, usize); 8] = [
+/// `transformList(i, v, e)`..., Kubernetes 1.32), `sortBy(x, key)`
+/// (lists version 3, Kubernetes 1.34) and the optional library's
+/// `optMap(x, e)` and `optFlatMap(x, e)`. Called with their variables,
+/// they are refused at load by name, not taken for undeclared names.
+const UNSUPPORTED_MACROS: [(&str, usize); 10] = [
+    ("optMap", 2),
+    ("optFlatMap", 2),
     ("all", 3),
     ("exists", 3),
     ("existsOne", 3),
@@ -178,6 +189,8 @@ mod tests {
     #[case::namespaces("optional.none().orValue(1) == lists.range(3).size() && sets.contains([1], [1])")]
     #[case::strings_and_formats("strings.quote('a') != '' && format.dns1123Label().validate('a').hasValue() == false")]
     #[case::optional_syntax("object.?metadata.?name.orValue('') != '' && [?optional.none()].size() == 0")]
+    #[case::ip_is_canonical("ip.isCanonical('1.2.3.4')")]
+    #[case::qualified_types("type(ip('1.2.3.4')) == net.IP && type(request.userInfo) == kubernetes.UserInfo")]
     #[case::library(
         "quantity('1Gi').isGreaterThan(quantity('1Mi')) && isSemver('1.0.0') && ip('1.2.3.4').family() == 4"
     )]
@@ -193,6 +206,8 @@ mod tests {
     #[case::transform_list_filtered("[1].transformList(i, v, v > 0, v) == [1]", "transformList")]
     #[case::transform_map("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}", "transformMap")]
     #[case::sort_by("[3, 1].sortBy(x, x) == [1, 3]", "sortBy")]
+    #[case::opt_map("object.?spec.?replicas.optMap(r, r <= 5).orValue(true)", "optMap")]
+    #[case::opt_flat_map("params.?x.optFlatMap(v, v.?y).hasValue()", "optFlatMap")]
     fn macros_portcullis_does_not_evaluate_are_named(#[case] source: &str, #[case] name: &'static str) {
         assert_eq!(find(source), Some(Finding::UnsupportedMacro(name)), "{source}");
     }

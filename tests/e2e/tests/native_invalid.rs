@@ -343,6 +343,7 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
     let not_yet = [
         ("object.spec.template.spec.containers.all(i, c, c.name != '')", "all"),
         ("[3, 1].sortBy(x, x) == [1, 3]", "sortBy"),
+        ("object.?spec.?replicas.optMap(r, r <= 5).orValue(true)", "optMap"),
     ];
     for (i, (expression, name)) in not_yet.iter().enumerate() {
         let yaml = pair(&format!("not-yet-{i}.example.com"), expression);
