@@ -199,22 +199,7 @@ fn api_server(yaml: &str) -> Option<String> {
 /// `check`'s field errors for `yaml`, as its error says them; `None` when
 /// it takes it.
 fn check(yaml: &str) -> Option<String> {
-    let dir = tempfile::tempdir().expect("a test step");
-    let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
-    std::fs::write(&policy, yaml).expect("a test step");
-    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
-        .expect("a test step");
-    let out = Command::new(binaries().join("portcullis-validator"))
-        .args(["check", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&objects)
-        .output()
-        .expect("a test step");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.success() {
-        return None;
-    }
+    let stderr = check_error(yaml)?;
     let (_, errors) = stderr.split_once(" is invalid: ").unwrap_or_else(|| panic!("not refused as invalid: {stderr}"));
     Some(errors.lines().next().unwrap_or_default().trim().to_owned())
 }
@@ -270,8 +255,7 @@ fn a_valid_pair_is_taken_by_both() {
     assert_eq!(check(&yaml), None, "check takes it");
 }
 
-/// `check`'s error for `yaml` (a pair that compiles nothing of the
-/// validator's own), or `None` when it takes it.
+/// `check`'s error output for `yaml`, or `None` when it takes it.
 fn check_error(yaml: &str) -> Option<String> {
     let dir = tempfile::tempdir().expect("a test step");
     let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
