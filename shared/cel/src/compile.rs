@@ -7,7 +7,6 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::parser::Parser;
 
 use crate::cost;
-use crate::declared::Finding;
 
 /// The longest expression accepted: a bound on compile and evaluation cost
 /// alongside the evaluation deadline.
@@ -106,20 +105,6 @@ pub enum CompileError {
         expression: String,
         /// The name.
         name: String,
-    },
-    /// Uses a macro of Kubernetes' CEL that Portcullis does not evaluate
-    /// yet: the API server takes it, Portcullis could only fail it on
-    /// every object.
-    #[error(
-        "{expression:?} uses `{name}` with its variables, a macro of Kubernetes' CEL (the two-variable \
-         comprehensions of 1.32, `sortBy` of 1.34, `optMap`, `optFlatMap`) that Portcullis does not \
-         evaluate yet"
-    )]
-    UnsupportedMacro {
-        /// The expression.
-        expression: String,
-        /// The macro.
-        name: &'static str,
     },
     /// Constructs a message (`Name{...}`) its environment does not declare:
     /// none in validations, `Object`, `Object.<path>` and `JSONPatch` in
@@ -229,14 +214,8 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
     if let Some(&(variable, why)) = environment.unbound().iter().find(|(v, _)| references.has_variable(v)) {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
     }
-    match crate::declared::find(program.expression()) {
-        None => {}
-        Some(Finding::Undeclared(name)) => {
-            return Err(CompileError::Undeclared { expression: source.to_owned(), name });
-        }
-        Some(Finding::UnsupportedMacro(name)) => {
-            return Err(CompileError::UnsupportedMacro { expression: source.to_owned(), name });
-        }
+    if let Some(name) = crate::declared::find(program.expression()) {
+        return Err(CompileError::Undeclared { expression: source.to_owned(), name });
     }
     if let Some(type_name) = undeclared_type(program.expression(), environment) {
         return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });

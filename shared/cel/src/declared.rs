@@ -53,38 +53,12 @@ const TYPES: [&str; 19] = [
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
-/// The macros of Kubernetes' CEL whose variables the interpreter cannot
-/// bind yet: the two-variable comprehensions (`all(i, v, p)`,
-/// `transformList(i, v, e)`..., Kubernetes 1.32), `sortBy(x, key)`
-/// (lists version 3, Kubernetes 1.34) and the optional library's
-/// `optMap(x, e)` and `optFlatMap(x, e)`. Called with their variables,
-/// they are refused at load by name, not taken for undeclared names.
-const UNSUPPORTED_MACROS: [(&str, usize); 10] = [
-    ("optMap", 2),
-    ("optFlatMap", 2),
-    ("all", 3),
-    ("exists", 3),
-    ("existsOne", 3),
-    ("exists_one", 3),
-    ("transformList", 3),
-    ("transformMap", 3),
-    ("transformMapEntry", 3),
-    ("sortBy", 2),
-];
-
-/// What [`find`] found first.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Finding {
-    /// A name Kubernetes' admission CEL does not declare.
-    Undeclared(String),
-    /// A macro of Kubernetes' CEL that Portcullis does not evaluate.
-    UnsupportedMacro(&'static str),
-}
-
 /// The first name `expr` uses that Kubernetes' admission CEL does not
-/// declare, or macro Portcullis does not evaluate, in the order of the
-/// source's syntax tree.
-pub(crate) fn find(expr: &IdedExpr) -> Option<Finding> {
+/// declare, in the order of the source's syntax tree. The variables of the
+/// macros (`all(c, ...)`, `all(i, c, ...)`, `sortBy(x, ...)`,
+/// `optMap(x, ...)`) are the loop variables of the comprehensions they
+/// expand to, in scope in their bodies only.
+pub(crate) fn find(expr: &IdedExpr) -> Option<String> {
     Walk { scope: Vec::new() }.expr(expr)
 }
 
@@ -98,24 +72,15 @@ impl<'a> Walk<'a> {
         self.scope.contains(&name) || VARIABLES.contains(&name) || TYPES.contains(&name)
     }
 
-    fn expr(&mut self, expr: &'a IdedExpr) -> Option<Finding> {
+    fn expr(&mut self, expr: &'a IdedExpr) -> Option<String> {
         match &expr.expr {
-            Expr::Ident(name) => (!self.declared(name)).then(|| Finding::Undeclared(name.clone())),
+            Expr::Ident(name) => (!self.declared(name)).then(|| name.clone()),
             Expr::Call(call) => {
-                let variables = call.args.iter().take_while(|a| matches!(a.expr, Expr::Ident(_))).count();
-                let unsupported = UNSUPPORTED_MACROS
-                    .iter()
-                    .find(|(name, arity)| call.func_name == *name && call.target.is_some() && variables >= arity - 1);
-                if let Some((name, arity)) = unsupported
-                    && call.args.len() >= *arity
-                {
-                    return Some(Finding::UnsupportedMacro(name));
-                }
                 let target = match call.target.as_deref() {
                     // A function in a namespace: `ns.f(...)`.
                     Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {
                         if !NAMESPACES.contains(&ns.as_str()) {
-                            return Some(Finding::Undeclared(ns.clone()));
+                            return Some(ns.clone());
                         }
                         None
                     }
@@ -144,7 +109,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn entry(&mut self, entry: &'a EntryExpr) -> Option<Finding> {
+    fn entry(&mut self, entry: &'a EntryExpr) -> Option<String> {
         match entry {
             EntryExpr::StructField(field) => self.expr(&field.value),
             EntryExpr::MapEntry(entry) => self.expr(&entry.key).or_else(|| self.expr(&entry.value)),
@@ -158,9 +123,7 @@ mod tests {
     use cel::parser::Parser;
     use rstest::rstest;
 
-    use super::Finding;
-
-    fn find(source: &str) -> Option<Finding> {
+    fn find(source: &str) -> Option<String> {
         let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
         super::find(program.expression())
     }
@@ -175,7 +138,7 @@ mod tests {
     #[case::in_a_map_literal("{'a': x}.size() == 1", "x")]
     #[case::in_a_loop_range("foo.all(c, c != '')", "foo")]
     fn names_kubernetes_does_not_declare_are_found(#[case] source: &str, #[case] name: &str) {
-        assert_eq!(find(source), Some(Finding::Undeclared(name.to_owned())), "{source}");
+        assert_eq!(find(source), Some(name.to_owned()), "{source}");
     }
 
     #[rstest]
@@ -199,16 +162,24 @@ mod tests {
     }
 
     #[rstest]
-    #[case::all("object.spec.containers.all(i, c, c.name != '')", "all")]
-    #[case::exists("object.data.exists(k, v, v == 'x')", "exists")]
-    #[case::exists_one("object.data.existsOne(k, v, v == 'x')", "existsOne")]
-    #[case::transform_list("[1].transformList(i, v, v + i) == [1]", "transformList")]
-    #[case::transform_list_filtered("[1].transformList(i, v, v > 0, v) == [1]", "transformList")]
-    #[case::transform_map("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}", "transformMap")]
-    #[case::sort_by("[3, 1].sortBy(x, x) == [1, 3]", "sortBy")]
-    #[case::opt_map("object.?spec.?replicas.optMap(r, r <= 5).orValue(true)", "optMap")]
-    #[case::opt_flat_map("params.?x.optFlatMap(v, v.?y).hasValue()", "optFlatMap")]
-    fn macros_portcullis_does_not_evaluate_are_named(#[case] source: &str, #[case] name: &'static str) {
-        assert_eq!(find(source), Some(Finding::UnsupportedMacro(name)), "{source}");
+    #[case::all("object.spec.containers.all(i, c, c.name != '' && i >= 0)")]
+    #[case::exists("object.data.exists(k, v, v == 'x' && k != '')")]
+    #[case::exists_one("object.data.existsOne(k, v, v == 'x') || [1].exists_one(i, v, i == v)")]
+    #[case::transform_list("[1].transformList(i, v, v + i) == [1] && [1].transformList(i, v, v > 0, v) == [1]")]
+    #[case::transform_map("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}")]
+    #[case::transform_map_entry("{'a': 1}.transformMapEntry(k, v, {v: k}) == {1: 'a'}")]
+    #[case::sort_by("[3, 1].sortBy(x, x) == [1, 3]")]
+    #[case::opt_map("object.?spec.?replicas.optMap(r, r <= 5).orValue(true)")]
+    #[case::opt_flat_map("params.?x.optFlatMap(v, v.?y).hasValue()")]
+    fn the_variables_of_macros_are_declared_in_their_bodies(#[case] source: &str) {
+        assert_eq!(find(source), None, "{source}");
+    }
+
+    #[rstest]
+    #[case::two_variables("object.data.all(k, v, v != '') && k != ''", "k")]
+    #[case::sort_by("[3, 1].sortBy(x, x) == [1, 3] && x > 0", "x")]
+    #[case::opt_map("object.?spec.?replicas.optMap(r, r <= 5).orValue(r)", "r")]
+    fn the_variables_of_macros_are_out_of_scope_after_them(#[case] source: &str, #[case] name: &str) {
+        assert_eq!(find(source), Some(name.to_owned()), "{source}");
     }
 }

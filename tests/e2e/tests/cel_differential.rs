@@ -134,6 +134,39 @@ const CASES: &[Case] = &[
         ("!has(object.data) || !('mem' in object.data) || object.data.mem.endsWith('i')", Some("binary units"), None),
         ("object.metadata.name.indexOf('-') != 0", None, None),
     ]),
+    // The macros of cel-go's extensions Kubernetes enables: the
+    // two-variable comprehensions (1.32), `sortBy` (1.34), `optMap` and
+    // `optFlatMap`.
+    case(&[("!has(object.data) || object.data.all(k, v, v.size() <= 6 || k == 'url')", Some("short values"), None)]),
+    case(&[("!has(object.data) || !object.data.exists(k, v, k.startsWith('x') && v == 'bad')", None, None)]),
+    case(&[(
+        "!has(object.data) || object.data.existsOne(k, v, v == 'good') || !object.data.exists(k, v, v == 'good')",
+        Some("at most one good value"),
+        None,
+    )]),
+    case(&[(
+        "!has(object.metadata.labels) || object.metadata.labels.transformList(k, v, v != 'qa', k).size() <= 2",
+        None,
+        Some("'labels not qa: ' + object.metadata.labels.transformList(k, v, v != 'qa', k).sortBy(k, k).join(',')"),
+    )]),
+    case(&[("!has(object.data) || object.data.transformMap(k, v, v.size()).all(k, n, n < 10)", None, None)]),
+    // Two keys with one value: `transformMapEntry` fails on both sides.
+    case(&[(
+        "!has(object.data) || object.data.transformMapEntry(k, v, {v: k}).size() == object.data.size()",
+        Some("values must be distinct"),
+        None,
+    )]),
+    case(&[(
+        "!has(object.data) || object.data.map(k, k).sortBy(k, k)[0] != 'config'",
+        None,
+        Some("'first key: ' + object.data.map(k, k).sortBy(k, k)[0]"),
+    )]),
+    case(&[("object.?data.?replicas.optMap(r, r.size() <= 1).orValue(true)", Some("one-digit replicas"), None)]),
+    case(&[(
+        "object.?data.?ttl.optFlatMap(t, t.endsWith('h') ? optional.of(t) : optional.none()).orValue('h') != '48h'",
+        None,
+        None,
+    )]),
     // The object's namespace (given to `check` among the objects).
     case(&[(
         "!has(object.metadata.labels) || !('team' in object.metadata.labels) || \

@@ -25,6 +25,9 @@ pub fn find_expander(
             Some(map_macro_expander)
         }
         operators::FILTER if args.len() == 2 && target.is_some() => Some(filter_macro_expander),
+        // Patch carried by Portcullis: the macros of cel-go's extensions
+        // that Kubernetes' CEL enables.
+        _ if target.is_some() => super::ext_macros::find_expander(func_name, args),
         _ => None,
     }
 }

@@ -53,6 +53,12 @@ impl DefaultMap {
         &self.0
     }
 
+    /// Another handle on the same entries (patch carried by Portcullis):
+    /// a reference counted, nothing copied.
+    pub fn share(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+
     /// The value of string key `key`, found without building a key (patch
     /// carried by Portcullis: field selection allocated one per `a.b`).
     pub fn get_str(&self, key: &str) -> Option<&dyn Val> {

@@ -1,0 +1,96 @@
+//! The macros of cel-go's extensions that Kubernetes' CEL enables, as the
+//! patched interpreter expands and evaluates them (third_party/cel,
+//! PORTCULLIS.md): the two-variable comprehensions, `sortBy`, `optMap` and
+//! `optFlatMap`. The API server's own verdicts on the same expressions are
+//! compared in tests/e2e/tests/cel_differential.rs.
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+use portcullis_admission::manifest::as_review;
+use portcullis_cel::budget::Limits;
+use portcullis_cel::reads::DataReads;
+use portcullis_cel::{Bindings, Value, compile, evaluate};
+use rstest::rstest;
+use serde_json::json;
+
+fn bindings() -> Bindings {
+    let object = json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+        "data": {"a": "1", "b": "22"}
+    });
+    let review = as_review(object).expect("a review");
+    let req = portcullis_admission::decode(&serde_json::to_vec(&review).expect("json")).expect("decodes");
+    Bindings::of(&req, None, &DataReads::everything())
+}
+
+fn run(source: &str, limits: Limits) -> Result<Value, String> {
+    let expression = compile(source, u64::MAX).map_err(|e| format!("{e}: {:?}", e.source()))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    match evaluate(&bindings(), None, limits, deadline, |scope| scope.execute(&expression)) {
+        Ok(ran) => ran.map_err(|e| e.to_string()),
+        Err(exceeded) => Err(exceeded.to_string()),
+    }
+}
+
+#[rstest]
+#[case::all_over_a_list("[10, 20].all(i, v, v == (i + 1) * 10)")]
+#[case::all_over_a_map("{'a': 1, 'bb': 2}.all(k, v, k.size() == v)")]
+#[case::all_false("!['a', 'b'].all(i, v, i == 0)")]
+#[case::exists_over_request_data("object.data.exists(k, v, k == 'b' && v == '22')")]
+#[case::exists_none("!object.data.exists(k, v, k == v)")]
+#[case::exists_one("[1, 2, 1].existsOne(i, v, v == 2) && ![1, 2, 1].exists_one(i, v, v == 1)")]
+#[case::transform_list("[1, 2, 3].transformList(i, v, v * i) == [0, 2, 6]")]
+#[case::transform_list_filtered("[1, 2, 3].transformList(i, v, v > 1, v * i) == [2, 6]")]
+#[case::transform_list_of_a_map("object.data.transformList(k, v, k + v).size() == 2")]
+#[case::transform_map("{'a': 1, 'b': 2}.transformMap(k, v, v + 1) == {'a': 2, 'b': 3}")]
+#[case::transform_map_filtered("{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v + 1) == {'b': 3}")]
+#[case::transform_map_of_a_list("['x', 'y'].transformMap(i, v, v + string(i)) == {0: 'x0', 1: 'y1'}")]
+#[case::transform_map_entry("object.data.transformMapEntry(k, v, {v: k}) == {'1': 'a', '22': 'b'}")]
+#[case::transform_map_entry_filtered("object.data.transformMapEntry(k, v, k == 'a', {v: k}) == {'1': 'a'}")]
+#[case::nested("{'a': [1, 2]}.all(k, v, v.all(i, x, x > i) && v.exists(i, x, x == 2 && k == 'a'))")]
+#[case::sort_by("[3, 1, 2].sortBy(x, x) == [1, 2, 3] && [].sortBy(x, x) == []")]
+#[case::sort_by_a_field("[{'n': 'b', 's': 2}, {'n': 'a', 's': 1}].sortBy(e, e.s).map(e, e.n) == ['a', 'b']")]
+#[case::sort_by_keeps_equal_keys_in_order(
+    "['b1', 'a1', 'b2', 'a2'].sortBy(s, s.startsWith('a') ? 0 : 1) == ['a1', 'a2', 'b1', 'b2']"
+)]
+#[case::opt_map("optional.of(2).optMap(x, x * 3).orValue(0) == 6 && !optional.none().optMap(x, x).hasValue()")]
+#[case::opt_map_of_request_data("object.?data.?b.optMap(v, int(v)).orValue(0) == 22")]
+#[case::opt_flat_map("optional.of({'a': 1}).optFlatMap(m, m.?a).orValue(0) == 1")]
+#[case::opt_flat_map_to_none("!optional.of({'a': 1}).optFlatMap(m, m.?b).hasValue()")]
+fn macros_evaluate_as_in_the_api_server(#[case] source: &str) {
+    assert_eq!(run(source, Limits::default()), Ok(Value::Bool(true)), "{source}");
+}
+
+#[rstest]
+#[case::a_key_produced_twice(
+    "object.data.transformMapEntry(k, v, {'same': k})",
+    "insert failed: key same already exists"
+)]
+#[case::sort_keys_of_two_types("[1, 2].sortBy(x, x == 1 ? 'a' : 1)", "list elements must have the same type")]
+#[case::sort_keys_not_comparable("[1, 2].sortBy(x, [x])", "list elements must be comparable")]
+#[case::a_range_that_is_not_a_collection("'ab'.all(i, v, true)", "No such overload")]
+fn bad_input_gets_an_evaluation_error(#[case] source: &str, #[case] message: &str) {
+    let ran = run(source, Limits::default());
+    assert!(ran.as_ref().is_err_and(|e| e.contains(message)), "{source}: {ran:?}");
+}
+
+#[rstest]
+#[case::same_variable_twice("[1].all(i, i, true)", "duplicate variable name: i")]
+#[case::not_a_name("[1].all(i, 1, true)", "argument must be a simple name")]
+#[case::the_accumulator("[1].all(i, @result, true)", "")]
+#[case::opt_map_not_a_name("optional.of(1).optMap(1, 2)", "optMap() variable name must be a simple identifier")]
+#[case::sort_by_a_literal("'ab'.sortBy(x, x)", "sortBy can only be applied to a list")]
+fn bad_macros_do_not_compile(#[case] source: &str, #[case] message: &str) {
+    let ran = run(source, Limits::default());
+    assert!(ran.as_ref().is_err_and(|e| e.contains("does not compile") && e.contains(message)), "{source}: {ran:?}");
+}
+
+#[test]
+fn a_two_variable_loop_is_stopped_by_the_per_call_limit() {
+    let source = "lists.range(100).all(i, a, lists.range(100).all(j, b, i + j + a + b >= 0))";
+    let limits = Limits { per_call: 1_000, per_policy: 1_000_000 };
+    let ran = run(source, limits);
+    assert!(ran.as_ref().is_err_and(|e| e.contains("--cel-per-call-limit")), "{ran:?}");
+    assert_eq!(run(source, Limits::default()), Ok(Value::Bool(true)));
+}
