@@ -3,10 +3,10 @@
 //! estimated worst-case cost is over the limit.
 
 use cel::Program;
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::parser::Parser;
 
 use crate::cost;
+use crate::declared::Undeclared;
 
 /// The longest expression accepted: a bound on compile and evaluation cost
 /// alongside the evaluation deadline.
@@ -165,7 +165,7 @@ impl Environment {
         }
     }
 
-    fn declares_type(self, name: &str) -> bool {
+    pub(crate) fn declares_type(self, name: &str) -> bool {
         match self {
             Self::Validation => false,
             Self::Mutation => name == "JSONPatch" || name == "Object" || name.starts_with("Object."),
@@ -214,11 +214,14 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
     if let Some(&(variable, why)) = environment.unbound().iter().find(|(v, _)| references.has_variable(v)) {
         return Err(CompileError::Unsupported { expression: source.to_owned(), variable, why });
     }
-    if let Some(name) = crate::declared::find(program.expression()) {
-        return Err(CompileError::Undeclared { expression: source.to_owned(), name });
-    }
-    if let Some(type_name) = undeclared_type(program.expression(), environment) {
-        return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });
+    match crate::declared::find(program.expression(), environment) {
+        None => {}
+        Some(Undeclared::Name(name)) => {
+            return Err(CompileError::Undeclared { expression: source.to_owned(), name });
+        }
+        Some(Undeclared::Type(type_name)) => {
+            return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });
+        }
     }
     let cost = cost::of(program.expression()).superlinear;
     if cost > cost_limit {
@@ -232,35 +235,6 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
         Some(_) => None,
     };
     Ok(Expression { source: source.to_owned(), program, variables })
-}
-
-/// The first message type `expr` constructs that `environment` does not
-/// declare.
-fn undeclared_type(expr: &IdedExpr, environment: Environment) -> Option<String> {
-    let in_entries = |entries: &[cel::common::ast::IdedEntryExpr]| {
-        entries.iter().find_map(|e| match &e.expr {
-            EntryExpr::StructField(field) => undeclared_type(&field.value, environment),
-            EntryExpr::MapEntry(entry) => {
-                undeclared_type(&entry.key, environment).or_else(|| undeclared_type(&entry.value, environment))
-            }
-        })
-    };
-    match &expr.expr {
-        Expr::Struct(structure) if !environment.declares_type(&structure.type_name) => {
-            Some(structure.type_name.clone())
-        }
-        Expr::Struct(structure) => in_entries(&structure.entries),
-        Expr::Map(map) => in_entries(&map.entries),
-        Expr::Call(call) => {
-            call.target.iter().map(|t| &**t).chain(&call.args).find_map(|e| undeclared_type(e, environment))
-        }
-        Expr::Select(select) => undeclared_type(&select.operand, environment),
-        Expr::List(list) => list.elements.iter().find_map(|e| undeclared_type(e, environment)),
-        Expr::Comprehension(c) => [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
-            .into_iter()
-            .find_map(|e| undeclared_type(e, environment)),
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
-    }
 }
 
 #[cfg(test)]

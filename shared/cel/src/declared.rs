@@ -13,6 +13,8 @@
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
+use crate::compile::Environment;
+
 /// The variables of Kubernetes' admission CEL, validating and mutating
 /// (`params` is declared only with a `paramKind`; it is taken here
 /// whatever the policy says, and `authorizer` is refused earlier, as
@@ -53,18 +55,31 @@ const TYPES: [&str; 19] = [
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
-/// The first name `expr` uses that Kubernetes' admission CEL does not
-/// declare, in the order of the source's syntax tree. The variables of the
-/// macros (`all(c, ...)`, `all(i, c, ...)`, `sortBy(x, ...)`,
-/// `optMap(x, ...)`) are the loop variables of the comprehensions they
-/// expand to, in scope in their bodies only.
-pub(crate) fn find(expr: &IdedExpr) -> Option<String> {
-    Walk { scope: Vec::new() }.expr(expr)
+/// What [`find`] found first.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Undeclared {
+    /// A name: a variable, a loop variable out of its loop, a namespace of
+    /// functions.
+    Name(String),
+    /// A message type the environment does not construct (`Object{...}`
+    /// in a validation).
+    Type(String),
+}
+
+/// The first name or message type `expr` uses that Kubernetes' admission
+/// CEL does not declare in `environment`, in the order of the source's
+/// syntax tree. The variables of the macros (`all(c, ...)`,
+/// `all(i, c, ...)`, `sortBy(x, ...)`, `optMap(x, ...)`) are the loop
+/// variables of the comprehensions they expand to, in scope in their
+/// bodies only.
+pub(crate) fn find(expr: &IdedExpr, environment: Environment) -> Option<Undeclared> {
+    Walk { scope: Vec::new(), environment }.expr(expr)
 }
 
 /// A walk of the tree with the comprehension variables in scope.
 struct Walk<'a> {
     scope: Vec<&'a str>,
+    environment: Environment,
 }
 
 impl<'a> Walk<'a> {
@@ -72,15 +87,15 @@ impl<'a> Walk<'a> {
         self.scope.contains(&name) || VARIABLES.contains(&name) || TYPES.contains(&name)
     }
 
-    fn expr(&mut self, expr: &'a IdedExpr) -> Option<String> {
+    fn expr(&mut self, expr: &'a IdedExpr) -> Option<Undeclared> {
         match &expr.expr {
-            Expr::Ident(name) => (!self.declared(name)).then(|| name.clone()),
+            Expr::Ident(name) => (!self.declared(name)).then(|| Undeclared::Name(name.clone())),
             Expr::Call(call) => {
                 let target = match call.target.as_deref() {
                     // A function in a namespace: `ns.f(...)`.
                     Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {
                         if !NAMESPACES.contains(&ns.as_str()) {
-                            return Some(ns.clone());
+                            return Some(Undeclared::Name(ns.clone()));
                         }
                         None
                     }
@@ -92,6 +107,9 @@ impl<'a> Walk<'a> {
             Expr::Select(select) => self.expr(&select.operand),
             Expr::List(list) => list.elements.iter().find_map(|e| self.expr(e)),
             Expr::Map(map) => map.entries.iter().find_map(|e| self.entry(&e.expr)),
+            Expr::Struct(structure) if !self.environment.declares_type(&structure.type_name) => {
+                Some(Undeclared::Type(structure.type_name.clone()))
+            }
             Expr::Struct(structure) => structure.entries.iter().find_map(|e| self.entry(&e.expr)),
             Expr::Comprehension(c) => {
                 // The range and the accumulator's start are outside the loop.
@@ -109,7 +127,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn entry(&mut self, entry: &'a EntryExpr) -> Option<String> {
+    fn entry(&mut self, entry: &'a EntryExpr) -> Option<Undeclared> {
         match entry {
             EntryExpr::StructField(field) => self.expr(&field.value),
             EntryExpr::MapEntry(entry) => self.expr(&entry.key).or_else(|| self.expr(&entry.value)),
@@ -123,9 +141,17 @@ mod tests {
     use cel::parser::Parser;
     use rstest::rstest;
 
+    use super::Undeclared;
+    use crate::compile::Environment;
+
+    /// The undeclared name in a validation.
     fn find(source: &str) -> Option<String> {
         let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
-        super::find(program.expression())
+        match super::find(program.expression(), Environment::Validation) {
+            Some(Undeclared::Name(name)) => Some(name),
+            Some(Undeclared::Type(name)) => panic!("{source}: a type, {name}"),
+            None => None,
+        }
     }
 
     #[rstest]

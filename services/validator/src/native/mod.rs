@@ -148,14 +148,18 @@ pub fn compile(
         binding: binding_name.clone(),
         problem: Box::new(problem),
     };
-    // What compiling meets that the field checks also find is refused in
-    // their words, the API server's.
-    let worded = |problem: Problem| field_errors(policy, binding).map_or(problem, Problem::Invalid);
-    let spec = policy.spec.as_ref().ok_or_else(|| fail(worded(Problem::NoSpec)))?;
+    // What compiling cannot take is refused in the field checks' words,
+    // the API server's (the policy's errors first). A file's pair passed
+    // them before compiling and a cluster's passed the API server's own;
+    // should they find nothing (they and compiling disagreeing, a bug),
+    // `otherwise` says what compiling met.
+    let refuse = |otherwise: Problem| fail(field_errors(policy, binding).map_or(otherwise, Problem::Invalid));
+    let unexplained = |kind, name: &str| Problem::Invalid(fields::Invalid::unexplained(kind, name));
+    let spec = policy.spec.as_ref().ok_or_else(|| refuse(Problem::NoSpec))?;
     let binding_spec = &binding.spec;
-    let action = action(&binding_spec.validation_actions)
-        .ok_or_else(|| fail(unmapped(fields::binding(binding), BINDING_KIND, &binding_name)))?;
-    let refused = || fail(unmapped(fields::policy(policy), POLICY_KIND, &name));
+    let action =
+        action(&binding_spec.validation_actions).ok_or_else(|| refuse(unexplained(BINDING_KIND, &binding_name)))?;
+    let refused = || refuse(unexplained(POLICY_KIND, &name));
     let failure_policy = match spec.failure_policy.as_deref() {
         None | Some("Fail") => FailurePolicy::Fail,
         Some("Ignore") => FailurePolicy::Ignore,
@@ -223,9 +227,9 @@ pub fn compile(
     };
     let matching =
         NativeMatch::new(spec.match_constraints.as_ref(), &binding_name, binding_spec.match_resources.as_ref())
-            .map_err(|e| fail(worded(e.into())))?;
-    let params = Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref())
-        .map_err(|e| fail(worded(e.into())))?;
+            .map_err(|e| refuse(e.into()))?;
+    let params =
+        Params::of_native(spec.param_kind.as_ref(), binding_spec.param_ref.as_ref()).map_err(|e| refuse(e.into()))?;
     let policy = Policy {
         name,
         namespace: None,
@@ -263,15 +267,6 @@ fn field_errors(
     binding: &ValidatingAdmissionPolicyBinding,
 ) -> Option<fields::Invalid> {
     fields::policy(policy).and_then(|()| fields::binding(binding)).err()
-}
-
-/// Why a value of the object `kind` `name` cannot be mapped: `checked`,
-/// its field errors, which name that value in the API server's words. A
-/// file's pair passed them before compiling and a cluster's passed the API
-/// server's own, so they do; should they not (these checks and
-/// compiling disagreeing, a bug), the refusal says so.
-fn unmapped(checked: Result<(), fields::Invalid>, kind: &'static str, name: &str) -> Problem {
-    Problem::Invalid(checked.err().unwrap_or_else(|| fields::Invalid::unexplained(kind, name)))
 }
 
 /// The API server's words for a native policy's finding: the denial
