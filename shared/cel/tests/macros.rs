@@ -74,6 +74,7 @@ fn macros_evaluate_as_in_the_api_server(#[case] source: &str) {
 #[case::sort_keys_of_two_types("[1, 2].sortBy(x, x == 1 ? 'a' : 1)", "list elements must have the same type")]
 #[case::sort_keys_not_comparable("[1, 2].sortBy(x, [x])", "list elements must be comparable")]
 #[case::a_range_that_is_not_a_collection("'ab'.all(i, v, true)", "No such overload")]
+#[case::an_error_in_an_element("[1, 0].map(x, 1 / x).size() == 2", "ivision by zero")]
 fn bad_input_gets_an_evaluation_error(#[case] source: &str, #[case] message: &str) {
     let ran = run(source, Limits::default());
     assert!(ran.as_ref().is_err_and(|e| e.contains(message)), "{source}: {ran:?}");
@@ -97,4 +98,27 @@ fn a_two_variable_loop_is_stopped_by_the_per_call_limit() {
     let ran = run(source, limits);
     assert!(ran.as_ref().is_err_and(|e| e.contains("--cel-per-call-limit")), "{ran:?}");
     assert_eq!(run(source, Limits::default()), Ok(Value::Bool(true)));
+}
+
+/// The accumulators of `map`, `filter` and the transforms grow in place
+/// (third_party/cel/src/accumulate.rs): the same answers as written, on
+/// lists long enough that copying them on every pass used to take seconds.
+#[rstest]
+#[case::map("lists.range(20000).map(x, x * 2)[19999] == 39998")]
+#[case::map_filtered("lists.range(20000).map(x, x % 2 == 0, x).size() == 10000")]
+#[case::filter("lists.range(20000).filter(x, x % 3 == 0)[6666] == 19998")]
+#[case::transform_list("lists.range(20000).transformList(i, x, x > 19997, i + x) == [39996, 39998]")]
+#[case::transform_map("lists.range(20000).transformMap(i, x, x * 3)[19999] == 59997")]
+#[case::transform_map_entry("lists.range(20000).transformMapEntry(i, x, {string(x): i}).size() == 20000")]
+#[case::nested("[[1, 2], [3]].map(l, l.map(x, x * 2)) == [[2, 4], [6]]")]
+#[case::an_error_absorbed_as_cel_absorbs_it("[1, 0].map(x, 1 / x).size() == 2 || true")]
+fn accumulators_grow_in_place_with_the_same_answers(#[case] source: &str) {
+    assert_eq!(run(source, Limits::default()), Ok(Value::Bool(true)), "{source}");
+}
+
+#[test]
+fn a_growing_accumulator_is_charged_per_pass() {
+    let source = "lists.range(1000).map(x, x).size() == 1000";
+    let ran = run(source, Limits { per_call: 1_000, per_policy: 1_000_000 });
+    assert!(ran.as_ref().is_err_and(|e| e.contains("--cel-per-call-limit")), "{ran:?}");
 }

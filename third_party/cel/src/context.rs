@@ -146,6 +146,20 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Takes the value of a variable of this scope out of it, leaving a
+    /// placeholder under its name (patch carried by Portcullis): a
+    /// comprehension's step edits its accumulator in place and puts it
+    /// back.
+    pub(crate) fn take_variable(&mut self, name: &str) -> Option<Cow<'a, dyn Val>> {
+        match self {
+            Context::Root { variables, .. } | Context::Child { variables, .. } => {
+                let slot = variables.get_mut(name)?;
+                let placeholder: &'static dyn Val = crate::common::types::CelBool::of(false);
+                Some(std::mem::replace(slot, Cow::Borrowed(placeholder)))
+            }
+        }
+    }
+
     pub fn set_variable_resolver(&mut self, r: &'a dyn VariableResolver) {
         match self {
             Context::Root { resolver, .. } => {

@@ -32,8 +32,7 @@ pub(crate) fn two_variables<'a>(
             let index = i64::try_from(index).map_err(|_| ExecutionError::NoSuchOverload)?;
             scope.add_variable_as_val(&loop_.iter_var, Box::new(CelInt::from(index)));
             scope.add_variable_borrowed(second, item.as_ref());
-            let accu = Value::resolve_val(&loop_.loop_step, &scope)?.into_owned();
-            scope.add_variable_as_val(&loop_.accu_var, accu);
+            crate::accumulate::step(loop_, &mut scope)?;
         }
     } else if let Some(map) = range.downcast_ref::<CelMap>() {
         for (key, value) in map.inner() {
@@ -42,8 +41,7 @@ pub(crate) fn two_variables<'a>(
             }
             scope.add_variable_borrowed(&loop_.iter_var, key.inner());
             scope.add_variable_borrowed(second, value.as_ref());
-            let accu = Value::resolve_val(&loop_.loop_step, &scope)?.into_owned();
-            scope.add_variable_as_val(&loop_.accu_var, accu);
+            crate::accumulate::step(loop_, &mut scope)?;
         }
     } else {
         return Err(ExecutionError::NoSuchOverload);
@@ -92,7 +90,7 @@ pub(crate) fn map_insert<'a>(
     Ok(Cow::Owned(map))
 }
 
-fn insert_new(map: &mut CelMap, key: CelMapKey, value: Box<dyn Val>) -> Result<(), ExecutionError> {
+pub(crate) fn insert_new(map: &mut CelMap, key: CelMapKey, value: Box<dyn Val>) -> Result<(), ExecutionError> {
     if map.contains_key(&key) {
         let shown = match &key {
             CelMapKey::Bool(b) => b.inner().to_string(),

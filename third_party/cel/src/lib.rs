@@ -17,6 +17,7 @@ pub use functions::FunctionContext;
 pub use objects::{ResolveResult, Value};
 use parser::{Expression, ExpressionReferences, Parser};
 pub use parser::{ParseError, ParseErrors};
+mod accumulate;
 mod ext_eval;
 pub mod functions;
 mod magic;

@@ -1487,8 +1487,7 @@ impl Value {
                     // Patch carried by Portcullis: the item is borrowed, not
                     // deep-copied on every pass.
                     ctx.add_variable_borrowed(&comprehension.iter_var, item);
-                    let accu = Value::resolve_val(&comprehension.loop_step, &ctx)?;
-                    ctx.add_variable_as_val(&comprehension.accu_var, accu.into_owned());
+                    crate::accumulate::step(comprehension, &mut ctx)?;
                 }
                 Ok(Cow::<dyn Val>::Owned(
                     Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),

@@ -24,6 +24,18 @@ impl DefaultList {
         &self.0
     }
 
+    /// Appends `value`, copying the elements first only if another handle
+    /// shares them (patch carried by Portcullis: a comprehension's
+    /// accumulator grows in place).
+    pub fn push(&mut self, value: Box<dyn Val>) {
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = Arc::new(self.0.iter().map(|v| v.clone_as_boxed()).collect());
+        }
+        if let Some(elements) = Arc::get_mut(&mut self.0) {
+            elements.push(value);
+        }
+    }
+
     /// Another handle on the same elements (patch carried by Portcullis):
     /// a reference counted, nothing copied.
     pub fn share(&self) -> Self {
