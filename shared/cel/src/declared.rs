@@ -55,8 +55,8 @@ const TYPES: [&str; 19] = [
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
-/// What [`find`] found first.
-#[derive(Debug, PartialEq, Eq)]
+/// What [`find`] and [`find_all`] find.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Undeclared {
     /// A name: a variable, a loop variable out of its loop, a namespace of
     /// functions.
@@ -66,6 +66,15 @@ pub(crate) enum Undeclared {
     Type(String),
 }
 
+impl Undeclared {
+    /// The name the API server's checker says is undeclared.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Self::Name(name) | Self::Type(name) => name,
+        }
+    }
+}
+
 /// The first name or message type `expr` uses that Kubernetes' admission
 /// CEL does not declare in `environment`, in the order of the source's
 /// syntax tree. The variables of the macros (`all(c, ...)`,
@@ -73,64 +82,85 @@ pub(crate) enum Undeclared {
 /// variables of the comprehensions they expand to, in scope in their
 /// bodies only.
 pub(crate) fn find(expr: &IdedExpr, environment: Environment) -> Option<Undeclared> {
-    Walk { scope: Vec::new(), environment }.expr(expr)
+    find_all(expr, environment, &[]).into_iter().next().map(|(_, found)| found)
+}
+
+/// Every use [`find`] would refuse, each with the id of its node, in the
+/// order of the syntax tree; the variables in `hidden` (`params` without
+/// a `paramKind`, `authorizer` in a message expression) are undeclared
+/// too.
+pub(crate) fn find_all(expr: &IdedExpr, environment: Environment, hidden: &[&str]) -> Vec<(u64, Undeclared)> {
+    let mut walk = Walk { scope: Vec::new(), environment, hidden, found: Vec::new() };
+    walk.expr(expr);
+    walk.found
 }
 
 /// A walk of the tree with the comprehension variables in scope.
-struct Walk<'a> {
+struct Walk<'a, 'h> {
     scope: Vec<&'a str>,
     environment: Environment,
+    hidden: &'h [&'h str],
+    found: Vec<(u64, Undeclared)>,
 }
 
-impl<'a> Walk<'a> {
+impl<'a> Walk<'a, '_> {
     fn declared(&self, name: &str) -> bool {
-        self.scope.contains(&name) || VARIABLES.contains(&name) || TYPES.contains(&name)
+        self.scope.contains(&name)
+            || (VARIABLES.contains(&name) && !self.hidden.contains(&name))
+            || TYPES.contains(&name)
     }
 
-    fn expr(&mut self, expr: &'a IdedExpr) -> Option<Undeclared> {
+    fn expr(&mut self, expr: &'a IdedExpr) {
         match &expr.expr {
-            Expr::Ident(name) => (!self.declared(name)).then(|| Undeclared::Name(name.clone())),
+            Expr::Ident(name) if !self.declared(name) => self.found.push((expr.id, Undeclared::Name(name.clone()))),
             Expr::Call(call) => {
-                let target = match call.target.as_deref() {
-                    // A function in a namespace: `ns.f(...)`.
-                    Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {
-                        if !NAMESPACES.contains(&ns.as_str()) {
-                            return Some(Undeclared::Name(ns.clone()));
-                        }
-                        None
+                match call.target.as_deref() {
+                    // A function in a namespace: `ns.f(...)`. Of one
+                    // Kubernetes lacks, cel-go names both the namespace
+                    // and the function (at the call's parenthesis).
+                    Some(target @ IdedExpr { expr: Expr::Ident(ns), .. })
+                        if !self.declared(ns) && !NAMESPACES.contains(&ns.as_str()) =>
+                    {
+                        self.found.push((target.id, Undeclared::Name(ns.clone())));
+                        self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
                     }
+                    // A namespace Kubernetes declares functions in.
+                    Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {}
                     Some(target) => self.expr(target),
-                    None => None,
-                };
-                target.or_else(|| call.args.iter().find_map(|arg| self.expr(arg)))
+                    None => {}
+                }
+                call.args.iter().for_each(|arg| self.expr(arg));
             }
             Expr::Select(select) => self.expr(&select.operand),
-            Expr::List(list) => list.elements.iter().find_map(|e| self.expr(e)),
-            Expr::Map(map) => map.entries.iter().find_map(|e| self.entry(&e.expr)),
-            Expr::Struct(structure) if !self.environment.declares_type(&structure.type_name) => {
-                Some(Undeclared::Type(structure.type_name.clone()))
+            Expr::List(list) => list.elements.iter().for_each(|e| self.expr(e)),
+            Expr::Map(map) => map.entries.iter().for_each(|e| self.entry(&e.expr)),
+            Expr::Struct(structure) => {
+                if !self.environment.declares_type(&structure.type_name) {
+                    self.found.push((expr.id, Undeclared::Type(structure.type_name.clone())));
+                }
+                structure.entries.iter().for_each(|e| self.entry(&e.expr));
             }
-            Expr::Struct(structure) => structure.entries.iter().find_map(|e| self.entry(&e.expr)),
             Expr::Comprehension(c) => {
                 // The range and the accumulator's start are outside the loop.
-                if let Some(name) = self.expr(&c.iter_range).or_else(|| self.expr(&c.accu_init)) {
-                    return Some(name);
-                }
+                self.expr(&c.iter_range);
+                self.expr(&c.accu_init);
                 let outer = self.scope.len();
                 self.scope.extend([c.iter_var.as_str(), c.accu_var.as_str()]);
                 self.scope.extend(c.iter_var2.as_deref());
-                let found = [&c.loop_cond, &c.loop_step, &c.result].into_iter().find_map(|e| self.expr(e));
+                [&c.loop_cond, &c.loop_step, &c.result].into_iter().for_each(|e| self.expr(e));
                 self.scope.truncate(outer);
-                found
             }
-            Expr::Literal(_) | Expr::Unspecified => None,
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
         }
     }
 
-    fn entry(&mut self, entry: &'a EntryExpr) -> Option<Undeclared> {
+    fn entry(&mut self, entry: &'a EntryExpr) {
         match entry {
             EntryExpr::StructField(field) => self.expr(&field.value),
-            EntryExpr::MapEntry(entry) => self.expr(&entry.key).or_else(|| self.expr(&entry.value)),
+            EntryExpr::MapEntry(entry) => {
+                self.expr(&entry.key);
+                self.expr(&entry.value);
+            }
         }
     }
 }

@@ -33,6 +33,7 @@ mod declared;
 mod evaluate;
 pub mod json;
 pub mod reads;
+pub mod refusal;
 pub mod workers;
 
 pub use cel::{ExecutionError, Value};

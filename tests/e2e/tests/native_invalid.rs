@@ -330,3 +330,55 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
     }
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
 }
+
+/// Expressions the API server's compiler refuses: `check` says what it
+/// says, word for word, for every field at once (`compilation failed:`,
+/// each error's position, the line and the caret): syntax errors, names
+/// it does not declare (`params` without a `paramKind`, `authorizer` in a
+/// message expression), a match condition and an audit annotation
+/// compiled trimmed, and a macro's misuse.
+#[test]
+fn compile_errors_are_the_api_servers_word_for_word() {
+    let binding = |name: &str| {
+        format!(
+            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {{name: {name}}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n"
+        )
+    };
+    let every_field = format!(
+        "{RULES}  matchConditions:\n  - {{name: mc, expression: '  objet.x'}}\n  variables:\n  - {{name: v, expression: \
+         'bar + 1'}}\n  validations:\n  - {{expression: 'foo || baz || foo'}}\n  - {{expression: 'Object{{}} == null'}}\n  \
+         - {{expression: 'true', messageExpression: 'params.x + string(authorizer)'}}\n  auditAnnotations:\n  - {{key: k, \
+         valueExpression: \" 'a' + q\"}}\n"
+    );
+    let mut specs = vec![("every-field.example.com".to_owned(), every_field)];
+    for (i, expression) in [
+        "object.",
+        "object.spec.replicas <= (1",
+        "1 + ",
+        "'abc",
+        "[1, 2",
+        "object.spec.replicas ++ 1",
+        "object.spec.template.spec.containers.all(i, i, true)",
+        "object.spec.template.spec.containers.all(1, true)",
+        "math.greatest(1, 2) == 2 && base64.encode(b'a') == ''",
+        "object.spec.replicas <= 5 &&\n  objet.spec.paused",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let spec = format!("{RULES}  validations:\n  - expression: {expression:?}\n");
+        specs.push((format!("syntax-{i}.example.com"), spec));
+    }
+    let mut differences = Vec::new();
+    for (name, spec) in &specs {
+        let document = policy(name, spec);
+        let theirs = api_server(&document);
+        let ours = check_error(&format!("{document}{}", binding(name)))
+            .and_then(|e| e.split_once(" is invalid: ").map(|(_, errors)| errors.trim().to_owned()));
+        if theirs.is_none() || theirs != ours {
+            differences.push(format!("{name}:\n  API server: {theirs:?}\n  check:      {ours:?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+}

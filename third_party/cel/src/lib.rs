@@ -178,6 +178,18 @@ impl Program {
             .map(|expression| Program { expression })
     }
 
+    /// [`Program::compile_with`], with where each node is in the source
+    /// (patch carried by Portcullis: for the positions in the API
+    /// server's errors).
+    pub fn compile_with_info(
+        parser: Parser,
+        source: &str,
+    ) -> Result<(Program, Arc<common::ast::SourceInfo>), ParseErrors> {
+        parser
+            .parse_with_source_info(source)
+            .map(|(expression, info)| (Program { expression }, info))
+    }
+
     pub fn execute(&self, context: &Context) -> ResolveResult {
         Value::resolve(&self.expression, context)
     }

@@ -1,5 +1,7 @@
 //! What the API server's validation refuses in a ValidatingAdmissionPolicy
-//! or its binding besides CEL (compiling checks that): names, the shape
+//! or its binding: expressions that do not compile (syntax and undeclared
+//! names, `portcullis_cel::refusal`, at the field the API server names,
+//! with its `compilation failed: ...`), names, the shape
 //! of the rules, label selectors (`namespaceSelector`, `objectSelector`,
 //! `paramRef.selector`: label keys and values, operators and their
 //! values), `paramKind`'s `apiVersion` and `kind`, match conditions,
@@ -22,6 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicySpec, Validation,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use portcullis_cel::refusal::{Declarations, compilation_failed};
 
 use formats::{cel_identifier, dns_subdomain, path_segment, qualified_name};
 use go::{json as go_json, quoted as go_quoted};
@@ -121,11 +124,18 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             format!("Too many: {}: must have at most {MAX_MATCH_CONDITIONS} items", conditions.len()),
         );
     }
+    // What the expressions may use: `params` only with a `paramKind`, and
+    // `authorizer` everywhere but in a message expression.
+    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true };
     let mut names = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
-        if condition.expression.trim().is_empty() {
+        let expression = condition.expression.trim();
+        if expression.is_empty() {
             errors.required(&format!("{at}.expression"), "");
+        } else {
+            // The API server compiles, and quotes, the trimmed expression.
+            errors.compiles(&format!("{at}.expression"), expression, expression, all);
         }
         if condition.name.is_empty() {
             errors.required(&format!("{at}.name"), "");
@@ -145,6 +155,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         }
         if variable.expression.trim().is_empty() {
             errors.required(&format!("{at}.expression"), "expression is not specified");
+        } else {
+            errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, all);
         }
     }
     let validations = spec.validations.as_deref().unwrap_or_default();
@@ -156,7 +168,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         return errors.0;
     }
     for (i, validation) in validations.iter().enumerate() {
-        errors.validation(&format!("spec.validations[{i}]"), validation);
+        errors.validation(&format!("spec.validations[{i}]"), validation, all);
     }
     if annotations.len() > MAX_AUDIT_ANNOTATIONS {
         // The API server prints the list as JSON of its internal type.
@@ -184,6 +196,9 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         } else if value.len() > MAX_AUDIT_ANNOTATION_VALUE {
             let detail = format!("must not exceed {MAX_AUDIT_ANNOTATION_VALUE} bytes in length");
             errors.required(&format!("{at}.valueExpression"), &detail);
+        } else {
+            // Compiled trimmed, quoted as written.
+            errors.compiles(&format!("{at}.valueExpression"), value, &annotation.value_expression, all);
         }
         if !keys.insert(annotation.key.as_str()) {
             errors.push(&format!("{at}.key"), format!("Duplicate value: {}", go_quoted(&annotation.key)));
@@ -257,13 +272,19 @@ impl Errors {
         }
     }
 
-    fn validation(&mut self, at: &str, validation: &Validation) {
-        if validation.expression.trim().is_empty() {
+    fn validation(&mut self, at: &str, validation: &Validation, declarations: Declarations) {
+        let expression = &validation.expression;
+        if expression.trim().is_empty() {
             self.required(&format!("{at}.expression"), "expression is not specified");
+        } else {
+            self.compiles(&format!("{at}.expression"), expression, expression, declarations);
         }
         let message_expression = validation.message_expression.as_deref().unwrap_or_default();
         if !message_expression.is_empty() && message_expression.trim().is_empty() {
             self.invalid(&format!("{at}.messageExpression"), message_expression, "must be non-empty if specified");
+        } else if !message_expression.is_empty() {
+            let declarations = Declarations { authorizer: false, ..declarations };
+            self.compiles(&format!("{at}.messageExpression"), message_expression, message_expression, declarations);
         }
         let message = validation.message.as_deref().unwrap_or_default();
         if !message.is_empty() && message.trim().is_empty() {
@@ -273,6 +294,15 @@ impl Errors {
         }
         if let Some(reason) = &validation.reason {
             self.unsupported(&format!("{at}.reason"), reason, &["Forbidden", "Invalid", "RequestEntityTooLarge"]);
+        }
+    }
+
+    /// `source` unless the API server's compiler refuses it, with the
+    /// declarations of `field`; the error quotes `value` (the source as
+    /// written, where the API server compiles it trimmed).
+    fn compiles(&mut self, field: &str, source: &str, value: &str, declarations: Declarations) {
+        if let Some(detail) = compilation_failed(source, declarations) {
+            self.invalid(field, value, &detail);
         }
     }
 

@@ -193,7 +193,18 @@ impl Parser {
         }
     }
 
-    pub fn parse(mut self, source: &str) -> Result<IdedExpr, ParseErrors> {
+    pub fn parse(self, source: &str) -> Result<IdedExpr, ParseErrors> {
+        self.parse_with_source_info(source).map(|(expr, _)| expr)
+    }
+
+    /// [`Parser::parse`], with where in the source each expression's
+    /// node is (patch carried by Portcullis: upstream keeps the positions
+    /// only for errors, and the API server's errors name the positions of
+    /// undeclared references too).
+    pub fn parse_with_source_info(
+        mut self,
+        source: &str,
+    ) -> Result<(IdedExpr, Arc<SourceInfo>), ParseErrors> {
         let parse_errors = Rc::new(RefCell::new(Vec::<ParseError>::new()));
         let stream = InputStream::new(source);
         let mut lexer = gen::CELLexer::new(stream);
@@ -233,7 +244,8 @@ impl Parser {
         errors.sort_by(|a, b| a.pos.cmp(&b.pos));
 
         if errors.is_empty() {
-            r.map_err(|e| ParseErrors { errors: vec![e] })
+            r.map(|expr| (expr, source_info))
+                .map_err(|e| ParseErrors { errors: vec![e] })
         } else {
             Err(ParseErrors {
                 errors: errors

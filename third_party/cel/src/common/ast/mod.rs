@@ -169,7 +169,9 @@ impl SourceInfo {
         self.offsets.get(&id).map(|range| (range.start, range.stop))
     }
 
-    pub(crate) fn pos_for(&self, id: u64) -> Option<(isize, isize)> {
+    /// The line and column (from 1) where node `id` starts (public:
+    /// patch carried by Portcullis).
+    pub fn pos_for(&self, id: u64) -> Option<(isize, isize)> {
         match self.offset_for(id) {
             Some((start, _)) => {
                 let start = start as isize;
