@@ -58,6 +58,8 @@ fn run(source: &str, limits: Limits) -> Result<Value, String> {
 #[case::sort_by_keeps_equal_keys_in_order(
     "['b1', 'a1', 'b2', 'a2'].sortBy(s, s.startsWith('a') ? 0 : 1) == ['a1', 'a2', 'b1', 'b2']"
 )]
+#[case::sort_by_a_long_list("lists.range(100).sortBy(x, -x)[0] == 99 && lists.range(100).sortBy(x, -x)[99] == 0")]
+#[case::sort_by_nan_keys_as_cel_go("[3.0, double('NaN'), 1.0].sortBy(x, x).size() == 3")]
 #[case::opt_map("optional.of(2).optMap(x, x * 3).orValue(0) == 6 && !optional.none().optMap(x, x).hasValue()")]
 #[case::opt_map_of_request_data("object.?data.?b.optMap(v, int(v)).orValue(0) == 22")]
 #[case::opt_flat_map("optional.of({'a': 1}).optFlatMap(m, m.?a).orValue(0) == 1")]

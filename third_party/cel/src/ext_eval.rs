@@ -146,22 +146,49 @@ pub(crate) fn sort_by_associated_keys<'a>(
     if keys.iter().any(|key| key.get_type() != kind) {
         return Err(failed("list elements must have the same type".to_string()));
     }
-    let mut error = None;
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| {
-        let compared = keys[a]
+    // As cel-go's `sort.Slice`: an element goes before another when its
+    // key compares less; keys that do not compare (NaN) are not less.
+    let less = |a: usize, b: usize| {
+        keys[a]
             .as_comparer()
-            .ok_or(ExecutionError::NoSuchOverload)
-            .and_then(|key| key.compare(keys[b].as_ref()));
-        compared.unwrap_or_else(|err| {
-            error.get_or_insert(err);
-            Ordering::Equal
-        })
-    });
-    if let Some(error) = error {
-        return Err(error);
-    }
+            .is_some_and(|key| key.compare(keys[b].as_ref()) == Ok(Ordering::Less))
+    };
+    let order = merge_sort(keys.len(), less);
     let sorted: Vec<Box<dyn Val>> = order.iter().map(|&i| list[i].clone_as_boxed()).collect();
     let sorted: Box<dyn Val> = Box::new(CelList::from(sorted));
     Ok(Cow::Owned(sorted))
+}
+
+/// The indexes `0..n` in a stable order by `less`, which need not be a
+/// total order (NaN keys): Rust's own sorts may panic on one that is not.
+fn merge_sort(n: usize, less: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut merged = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let middle = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut left, mut right, mut to) = (start, middle, start);
+            while left < middle && right < end {
+                // Ties keep the left element first: stable.
+                if less(order[right], order[left]) {
+                    merged[to] = order[right];
+                    right += 1;
+                } else {
+                    merged[to] = order[left];
+                    left += 1;
+                }
+                to += 1;
+            }
+            merged[to..to + middle - left].copy_from_slice(&order[left..middle]);
+            to += middle - left;
+            merged[to..to + end - right].copy_from_slice(&order[right..end]);
+            start = end;
+        }
+        std::mem::swap(&mut order, &mut merged);
+        width *= 2;
+    }
+    order
 }
