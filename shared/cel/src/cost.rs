@@ -117,6 +117,9 @@ struct Estimate {
 /// The scope: names bound to one element of a loop's range.
 struct Scope<'a> {
     elements: Vec<&'a str>,
+    /// Names bound to a value by a comprehension over nothing (what
+    /// `optMap`, `optFlatMap` and `sortBy` expand to), with its size.
+    bound: Vec<(&'a str, Poly)>,
 }
 
 /// The worst-case cost of an expression with request data at the API
@@ -138,7 +141,7 @@ pub fn estimate(expression: &Expression) -> Cost {
 
 /// Estimates a syntax tree.
 pub(crate) fn of(expr: &IdedExpr) -> Cost {
-    let cost = walk(expr, &mut Scope { elements: Vec::new() }).cost;
+    let cost = walk(expr, &mut Scope { elements: Vec::new(), bound: Vec::new() }).cost;
     let mut superlinear = cost;
     superlinear.terms[0] = 0.0;
     superlinear.terms[1] = 0.0;
@@ -157,7 +160,10 @@ fn walk<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Estimate {
         Expr::Literal(_) => Estimate { cost: one, size: one },
         Expr::Ident(name) => {
             // An element's share of the data is one unit; the data is all of it.
-            let size = if scope.elements.contains(&name.as_str()) {
+            let bound = scope.bound.iter().rev().find(|(bound, _)| bound == name).map(|&(_, size)| size);
+            let size = if let Some(size) = bound {
+                size
+            } else if scope.elements.contains(&name.as_str()) {
                 one
             } else if DATA.contains(&name.as_str()) {
                 Poly::linear()
@@ -216,6 +222,15 @@ fn walk<'a>(expr: &'a IdedExpr, scope: &mut Scope<'a>) -> Estimate {
             };
             Estimate { cost: inputs.add(one).add(largest.scale(PER_BYTE)), size }
         }
+        // A binding (`x.optMap(v, e)`, `list.sortBy(v, k)`): the result,
+        // once, with the variable as big as its value.
+        Expr::Comprehension(loop_) if matches!(&loop_.iter_range.expr, Expr::List(l) if l.elements.is_empty()) => {
+            let init = walk(&loop_.accu_init, scope);
+            scope.bound.push((loop_.accu_var.as_str(), init.size));
+            let result = walk(&loop_.result, scope);
+            scope.bound.pop();
+            Estimate { cost: init.cost.add(result.cost), size: result.size }
+        }
         Expr::Comprehension(loop_) => {
             let range = walk(&loop_.iter_range, scope);
             let init = walk(&loop_.accu_init, scope);
@@ -263,6 +278,22 @@ mod tests {
 
     fn superlinear(source: &str) -> u64 {
         estimate(&crate::compile(source, u64::MAX).expect("compiles")).superlinear
+    }
+
+    #[test]
+    fn a_binding_keeps_the_size_of_its_value() {
+        let plain = "object.metadata.managedFields.all(a, object.metadata.managedFields.exists(b, a == b))";
+        let limit = DEFAULT_LIMIT;
+        assert!(superlinear(plain) > limit);
+        for bound in [
+            "object.metadata.managedFields.sortBy(c, c.manager).all(a, object.metadata.managedFields.exists(b, a == b))",
+            "object.?metadata.?managedFields.optMap(fs, fs.all(a, fs.exists(b, a == b))).orValue(true)",
+            "object.metadata.managedFields.sortBy(c, object.metadata.managedFields.filter(d, d == c).size()).size() > 0",
+        ] {
+            assert!(superlinear(bound) > limit, "{bound}: {}", superlinear(bound));
+        }
+        assert!(superlinear("object.?spec.?replicas.optMap(r, r <= 5).orValue(true)") == 0);
+        assert!(superlinear("object.spec.containers.sortBy(c, c.name).map(c, c.name).size() > 0") == 0);
     }
 
     #[test]

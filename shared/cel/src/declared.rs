@@ -116,13 +116,16 @@ impl<'a> Walk<'a, '_> {
             Expr::Call(call) => {
                 match call.target.as_deref() {
                     // A function in a namespace: `ns.f(...)`. Of one
-                    // Kubernetes lacks, cel-go names both the namespace
-                    // and the function (at the call's parenthesis).
+                    // Kubernetes lacks, cel-go names the namespace, and
+                    // the function too (at the call's parenthesis) when
+                    // there is no function `f` at all.
                     Some(target @ IdedExpr { expr: Expr::Ident(ns), .. })
                         if !self.declared(ns) && !NAMESPACES.contains(&ns.as_str()) =>
                     {
                         self.found.push((target.id, Undeclared::Name(ns.clone())));
-                        self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
+                        if !crate::evaluate::has_function(&call.func_name) {
+                            self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
+                        }
                     }
                     // A namespace Kubernetes declares functions in.
                     Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {}

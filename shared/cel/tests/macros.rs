@@ -60,6 +60,11 @@ fn run(source: &str, limits: Limits) -> Result<Value, String> {
 )]
 #[case::sort_by_a_long_list("lists.range(100).sortBy(x, -x)[0] == 99 && lists.range(100).sortBy(x, -x)[99] == 0")]
 #[case::sort_by_nan_keys_as_cel_go("[3.0, double('NaN'), 1.0].sortBy(x, x).size() == 3")]
+#[case::all_absorbs_an_error_with_a_later_false(
+    "[0, -1].all(i, v, 1 / v > 0) == false && [0, -1].all(v, 1 / v > 0) == false"
+)]
+#[case::exists_absorbs_an_error_with_a_later_true("[0, 1].exists(i, v, 1 / v == 1) && [0, 1].exists(v, 1 / v == 1)")]
+#[case::an_error_absorbed_before_it("[-1, 0].all(v, 1 / v > 0) == false && [1, 0].exists(v, 1 / v == 1)")]
 #[case::opt_map("optional.of(2).optMap(x, x * 3).orValue(0) == 6 && !optional.none().optMap(x, x).hasValue()")]
 #[case::opt_map_of_request_data("object.?data.?b.optMap(v, int(v)).orValue(0) == 22")]
 #[case::opt_flat_map("optional.of({'a': 1}).optFlatMap(m, m.?a).orValue(0) == 1")]
@@ -73,9 +78,15 @@ fn macros_evaluate_as_in_the_api_server(#[case] source: &str) {
     "object.data.transformMapEntry(k, v, {'same': k})",
     "insert failed: key same already exists"
 )]
+#[case::an_int_and_a_uint_key_are_one_key(
+    "[1, 2].transformMapEntry(i, v, i == 0 ? {1: v} : {1u: v})",
+    "insert failed: key 1 already exists"
+)]
 #[case::sort_keys_of_two_types("[1, 2].sortBy(x, x == 1 ? 'a' : 1)", "list elements must have the same type")]
 #[case::sort_keys_not_comparable("[1, 2].sortBy(x, [x])", "list elements must be comparable")]
 #[case::a_range_that_is_not_a_collection("'ab'.all(i, v, true)", "No such overload")]
+#[case::an_error_all_never_absorbs("[0, 1].all(i, v, 1 / v > 0)", "ivision by zero")]
+#[case::an_error_exists_never_absorbs("[0, 2].exists(v, 1 / v == 1)", "ivision by zero")]
 #[case::an_error_in_an_element("[1, 0].map(x, 1 / x).size() == 2", "ivision by zero")]
 fn bad_input_gets_an_evaluation_error(#[case] source: &str, #[case] message: &str) {
     let ran = run(source, Limits::default());

@@ -363,6 +363,8 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         "object.spec.template.spec.containers.all(1, true)",
         "math.greatest(1, 2) == 2 && base64.encode(b'a') == ''",
         "object.spec.replicas <= 5 &&\n  objet.spec.paused",
+        "foo.optMap(x, x).hasValue() && foo.size() > 0",
+        "object.spec.template.spec.containers.sortBy(1, 1).size() > 0",
     ]
     .iter()
     .enumerate()

@@ -12,9 +12,10 @@
 //! does not evaluate, as evaluating them would charge it.
 
 use std::any::Any;
+use std::borrow::Cow;
 
 use crate::common::ast::{operators, CallExpr, ComprehensionExpr, Expr, IdedExpr};
-use crate::common::types::{CelList, CelMap};
+use crate::common::types::{CelBool, CelList, CelMap};
 use crate::common::value::Val;
 use crate::context::Context;
 use crate::ext_eval::insert_new;
@@ -39,18 +40,28 @@ struct Step<'a> {
 }
 
 /// Evaluates `loop_`'s step in `scope` and makes its value the
-/// accumulator.
+/// accumulator. The error of an `all` or `exists` step (`@result && p`,
+/// `@result || p`) is held in `pending` instead, the accumulator left as
+/// it was, as cel-go holds it: a later `false` (`all`) or `true`
+/// (`exists`) absorbs it ([`settle`]).
 pub(crate) fn step<'a>(
     loop_: &'a ComprehensionExpr,
     scope: &mut Context<'a>,
+    pending: &mut Option<ExecutionError>,
 ) -> Result<(), ExecutionError> {
     let accu = loop_.accu_var.as_str();
     let shortcut = accu.starts_with('@')
         .then(|| parse(&loop_.loop_step, accu))
         .flatten();
     let Some(step) = shortcut else {
-        let value = Value::resolve_val(&loop_.loop_step, scope)?.into_owned();
-        scope.add_variable_as_val(accu, value);
+        let value = Value::resolve_val(&loop_.loop_step, scope).map(Cow::into_owned);
+        match value {
+            Ok(value) => scope.add_variable_as_val(accu, value),
+            Err(error) if absorbing(loop_).is_some() => {
+                pending.get_or_insert(error);
+            }
+            Err(error) => return Err(error),
+        }
         return Ok(());
     };
     if let Some(condition) = step.condition {
@@ -90,6 +101,44 @@ pub(crate) fn step<'a>(
                 Ok(())
             })
         }
+    }
+}
+
+/// The end of a loop whose step failed (`pending`): its error, unless the
+/// accumulator reached the value that absorbs errors (`false` for
+/// `all`, `true` for `exists`).
+pub(crate) fn settle(
+    loop_: &ComprehensionExpr,
+    scope: &Context,
+    pending: Option<ExecutionError>,
+) -> Result<(), ExecutionError> {
+    let Some(error) = pending else {
+        return Ok(());
+    };
+    let absorbed = absorbing(loop_).is_some_and(|absorbing| {
+        scope
+            .get_variable(&loop_.accu_var)
+            .is_some_and(|accu| accu.downcast_ref::<CelBool>().is_some_and(|b| *b.inner() == absorbing))
+    });
+    if absorbed {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+/// For an `all` step (`@result && p`) `false`, for an `exists` step
+/// (`@result || p`) `true`: the value that absorbs an error; `None` for
+/// any other step.
+fn absorbing(loop_: &ComprehensionExpr) -> Option<bool> {
+    let accu = loop_.accu_var.as_str();
+    let Expr::Call(call) = &loop_.loop_step.expr else {
+        return None;
+    };
+    match (call.func_name.as_str(), call.target.as_ref(), call.args.as_slice()) {
+        (operators::LOGICAL_AND, None, [left, _]) if accu.starts_with('@') && is(left, accu) => Some(false),
+        (operators::LOGICAL_OR, None, [left, _]) if accu.starts_with('@') && is(left, accu) => Some(true),
+        _ => None,
     }
 }
 

@@ -24,6 +24,7 @@ pub(crate) fn two_variables<'a>(
     let range = Value::resolve_val(&loop_.iter_range, ctx)?;
     let mut scope = ctx.new_inner_scope();
     scope.add_variable_as_val(&loop_.accu_var, accu_init.into_owned());
+    let mut pending = None;
     if let Some(list) = range.downcast_ref::<CelList>() {
         for (index, item) in list.inner().iter().enumerate() {
             if !try_bool(Value::resolve_val(&loop_.loop_cond, &scope))? {
@@ -32,7 +33,7 @@ pub(crate) fn two_variables<'a>(
             let index = i64::try_from(index).map_err(|_| ExecutionError::NoSuchOverload)?;
             scope.add_variable_as_val(&loop_.iter_var, Box::new(CelInt::from(index)));
             scope.add_variable_borrowed(second, item.as_ref());
-            crate::accumulate::step(loop_, &mut scope)?;
+            crate::accumulate::step(loop_, &mut scope, &mut pending)?;
         }
     } else if let Some(map) = range.downcast_ref::<CelMap>() {
         for (key, value) in map.inner() {
@@ -41,11 +42,12 @@ pub(crate) fn two_variables<'a>(
             }
             scope.add_variable_borrowed(&loop_.iter_var, key.inner());
             scope.add_variable_borrowed(second, value.as_ref());
-            crate::accumulate::step(loop_, &mut scope)?;
+            crate::accumulate::step(loop_, &mut scope, &mut pending)?;
         }
     } else {
         return Err(ExecutionError::NoSuchOverload);
     }
+    crate::accumulate::settle(loop_, &scope, pending)?;
     Ok(Cow::Owned(
         Value::resolve_val(&loop_.result, &scope)?.into_owned(),
     ))
@@ -91,7 +93,17 @@ pub(crate) fn map_insert<'a>(
 }
 
 pub(crate) fn insert_new(map: &mut CelMap, key: CelMapKey, value: Box<dyn Val>) -> Result<(), ExecutionError> {
-    if map.contains_key(&key) {
+    // cel-go finds 1 and 1u the same key.
+    let twin = match &key {
+        CelMapKey::Int(i) => u64::try_from(*i.inner())
+            .ok()
+            .map(|u| CelMapKey::UInt(u.into())),
+        CelMapKey::UInt(u) => i64::try_from(*u.inner())
+            .ok()
+            .map(|i| CelMapKey::Int(i.into())),
+        _ => None,
+    };
+    if map.contains_key(&key) || twin.is_some_and(|twin| map.contains_key(&twin)) {
         let shown = match &key {
             CelMapKey::Bool(b) => b.inner().to_string(),
             CelMapKey::Int(i) => i.inner().to_string(),

@@ -1480,6 +1480,7 @@ impl Value {
                     .as_iterable()
                     .ok_or(ExecutionError::NoSuchOverload)?
                     .iter();
+                let mut pending = None;
                 while let Some(item) = items.next() {
                     if !try_bool(Value::resolve_val(&comprehension.loop_cond, &ctx))? {
                         break;
@@ -1487,8 +1488,9 @@ impl Value {
                     // Patch carried by Portcullis: the item is borrowed, not
                     // deep-copied on every pass.
                     ctx.add_variable_borrowed(&comprehension.iter_var, item);
-                    crate::accumulate::step(comprehension, &mut ctx)?;
+                    crate::accumulate::step(comprehension, &mut ctx, &mut pending)?;
                 }
+                crate::accumulate::settle(comprehension, &ctx, pending)?;
                 Ok(Cow::<dyn Val>::Owned(
                     Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),
                 ))

@@ -301,6 +301,7 @@ fn sort_by(
     let (Some(target), Some(var), Some(key)) = (target, args.next(), args.next()) else {
         return Err(error(helper, 0, "sortBy() expects a target and two arguments"));
     };
+    let var_id = var.id;
     if matches!(
         target.expr,
         Expr::Literal(_) | Expr::Map(_) | Expr::Struct(_) | Expr::Unspecified
@@ -311,9 +312,17 @@ fn sort_by(
             "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
         ));
     }
+    // As cel-go's `MakeMap` checks the variable.
     let var = match var.expr {
+        Expr::Ident(var) if var == ACCUMULATOR || var == "__result__" => {
+            return Err(error(
+                helper,
+                var_id,
+                "iteration variable overwrites accumulator variable",
+            ))
+        }
         Expr::Ident(var) => var,
-        _ => return Err(error(helper, var.id, "argument must be a simple name")),
+        _ => return Err(error(helper, var_id, "argument is not an identifier")),
     };
     // `@__sortBy_input__.map(var, key)`, as the `map` macro expands it.
     let input = helper.next_expr(Expr::Ident(SORT_BY_INPUT.to_string()));
