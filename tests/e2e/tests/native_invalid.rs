@@ -17,6 +17,14 @@ fn policy(name: &str, spec: &str) -> String {
     )
 }
 
+/// A Deny binding of the policy `name`, as the next document.
+fn binding(name: &str) -> String {
+    format!(
+        "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {{name: {name}}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n"
+    )
+}
+
 const RULES: &str = "  matchConstraints:\n    resourceRules:\n    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], \
                      resources: [deployments]}\n";
 const VALIDATIONS: &str = "  validations:\n  - {expression: 'object.spec.replicas <= 5'}\n";
@@ -279,12 +287,6 @@ fn check_error(yaml: &str) -> Option<String> {
 /// cel-go's extensions (`all(i, c, ...)`, `sortBy`, `optMap`) among them.
 #[test]
 fn names_kubernetes_does_not_declare_are_refused_by_both() {
-    let binding = |name: &str| {
-        format!(
-            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
-             metadata: {{name: {name}}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n"
-        )
-    };
     let pair = |name: &str, expression: &str| {
         let spec = format!("{RULES}  validations:\n  - expression: {expression:?}\n");
         format!("{}{}", policy(name, &spec), binding(name))
@@ -339,12 +341,6 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
 /// compiled trimmed, and a macro's misuse.
 #[test]
 fn compile_errors_are_the_api_servers_word_for_word() {
-    let binding = |name: &str| {
-        format!(
-            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
-             metadata: {{name: {name}}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n"
-        )
-    };
     let every_field = format!(
         "{RULES}  matchConditions:\n  - {{name: mc, expression: '  objet.x'}}\n  variables:\n  - {{name: v, expression: \
          'bar + 1'}}\n  validations:\n  - {{expression: 'foo || baz || foo'}}\n  - {{expression: 'Object{{}} == null'}}\n  \
