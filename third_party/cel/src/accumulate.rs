@@ -39,12 +39,27 @@ struct Step<'a> {
     addition: Addition<'a>,
 }
 
+/// One pass of `loop_`, its variables bound in `scope`: `false` when its
+/// condition (which reads only the accumulator) ends the loop instead,
+/// else [`step`].
+pub(crate) fn pass<'a>(
+    loop_: &'a ComprehensionExpr,
+    scope: &mut Context<'a>,
+    pending: &mut Option<ExecutionError>,
+) -> Result<bool, ExecutionError> {
+    if !try_bool(Value::resolve_val(&loop_.loop_cond, scope))? {
+        return Ok(false);
+    }
+    step(loop_, scope, pending)?;
+    Ok(true)
+}
+
 /// Evaluates `loop_`'s step in `scope` and makes its value the
 /// accumulator. The error of an `all` or `exists` step (`@result && p`,
 /// `@result || p`) is held in `pending` instead, the accumulator left as
 /// it was, as cel-go holds it: a later `false` (`all`) or `true`
 /// (`exists`) absorbs it ([`settle`]).
-pub(crate) fn step<'a>(
+fn step<'a>(
     loop_: &'a ComprehensionExpr,
     scope: &mut Context<'a>,
     pending: &mut Option<ExecutionError>,

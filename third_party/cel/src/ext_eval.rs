@@ -10,7 +10,8 @@ use crate::common::ast::{CallExpr, ComprehensionExpr};
 use crate::common::types::{CelInt, CelList, CelMap, CelMapKey};
 use crate::common::value::Val;
 use crate::context::Context;
-use crate::objects::{try_bool, Value};
+use crate::accumulate;
+use crate::objects::Value;
 use crate::ExecutionError;
 
 /// A comprehension binding two variables on each pass: over a list the
@@ -27,27 +28,25 @@ pub(crate) fn two_variables<'a>(
     let mut pending = None;
     if let Some(list) = range.downcast_ref::<CelList>() {
         for (index, item) in list.inner().iter().enumerate() {
-            if !try_bool(Value::resolve_val(&loop_.loop_cond, &scope))? {
-                break;
-            }
             let index = i64::try_from(index).map_err(|_| ExecutionError::NoSuchOverload)?;
             scope.add_variable_as_val(&loop_.iter_var, Box::new(CelInt::from(index)));
             scope.add_variable_borrowed(second, item.as_ref());
-            crate::accumulate::step(loop_, &mut scope, &mut pending)?;
+            if !accumulate::pass(loop_, &mut scope, &mut pending)? {
+                break;
+            }
         }
     } else if let Some(map) = range.downcast_ref::<CelMap>() {
         for (key, value) in map.inner() {
-            if !try_bool(Value::resolve_val(&loop_.loop_cond, &scope))? {
-                break;
-            }
             scope.add_variable_borrowed(&loop_.iter_var, key.inner());
             scope.add_variable_borrowed(second, value.as_ref());
-            crate::accumulate::step(loop_, &mut scope, &mut pending)?;
+            if !accumulate::pass(loop_, &mut scope, &mut pending)? {
+                break;
+            }
         }
     } else {
         return Err(ExecutionError::NoSuchOverload);
     }
-    crate::accumulate::settle(loop_, &scope, pending)?;
+    accumulate::settle(loop_, &scope, pending)?;
     Ok(Cow::Owned(
         Value::resolve_val(&loop_.result, &scope)?.into_owned(),
     ))

@@ -1482,13 +1482,12 @@ impl Value {
                     .iter();
                 let mut pending = None;
                 while let Some(item) = items.next() {
-                    if !try_bool(Value::resolve_val(&comprehension.loop_cond, &ctx))? {
-                        break;
-                    }
                     // Patch carried by Portcullis: the item is borrowed, not
                     // deep-copied on every pass.
                     ctx.add_variable_borrowed(&comprehension.iter_var, item);
-                    crate::accumulate::step(comprehension, &mut ctx, &mut pending)?;
+                    if !crate::accumulate::pass(comprehension, &mut ctx, &mut pending)? {
+                        break;
+                    }
                 }
                 crate::accumulate::settle(comprehension, &ctx, pending)?;
                 Ok(Cow::<dyn Val>::Owned(

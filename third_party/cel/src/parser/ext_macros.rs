@@ -32,6 +32,10 @@ pub const SORT_BY_ASSOCIATED_KEYS: &str = "@sortByAssociatedKeys";
 /// The accumulator of every comprehension these macros build, cel-go's.
 const ACCUMULATOR: &str = "@result";
 
+/// The accumulator's name in older cel-go, which a variable may not take
+/// either.
+const OLD_ACCUMULATOR: &str = "__result__";
+
 /// The variable `sortBy` binds its list to.
 const SORT_BY_INPUT: &str = "@__sortBy_input__";
 
@@ -86,7 +90,7 @@ impl TwoVars {
             ));
         }
         for (name, id) in [(&first, first_id), (&second, second_id)] {
-            if name == ACCUMULATOR || name == "__result__" {
+            if name == ACCUMULATOR || name == OLD_ACCUMULATOR {
                 return Err(error(
                     helper,
                     id,
@@ -314,7 +318,7 @@ fn sort_by(
     }
     // As cel-go's `MakeMap` checks the variable.
     let var = match var.expr {
-        Expr::Ident(var) if var == ACCUMULATOR || var == "__result__" => {
+        Expr::Ident(var) if var == ACCUMULATOR || var == OLD_ACCUMULATOR => {
             return Err(error(
                 helper,
                 var_id,
