@@ -160,7 +160,7 @@ up() {
   # pods reach (the `kubernetes` Service's endpoint); else on loopback only.
   API_HOST=127.0.0.1
   local node_flags=(--authorization-mode RBAC --disable-admission-plugins ServiceAccount)
-  local kcm_flags=(--controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector,clusterrole-aggregation
+  local kcm_flags=(--controllers csrsigning,csrcleaner,namespace,serviceaccount,garbagecollector,clusterrole-aggregation,validatingadmissionpolicy-status-controller
     --use-service-account-credentials=false)
   if [ "$node" = 1 ]; then
     "$here/node.sh" network "$dir"
@@ -227,14 +227,18 @@ TR
   # system:controller:certificate-controller has in a kubeadm cluster, the
   # ClusterRole aggregation controller's (it writes admin/edit/view), and
   # the garbage collector's (it deletes what owner references tie to a
-  # deleted owner, of any kind: the generated admission policies).
+  # deleted owner, of any kind: the generated admission policies), and the
+  # ValidatingAdmissionPolicy status controller's (it type-checks each
+  # policy against the schemas: `status.typeChecking`).
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-csr-signing \
     --clusterrole=system:controller:certificate-controller --user=system:kube-controller-manager >/dev/null
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-clusterrole-aggregation \
     --clusterrole=system:controller:clusterrole-aggregation-controller --user=system:kube-controller-manager >/dev/null
   "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-garbage-collector \
     --clusterrole=system:controller:generic-garbage-collector --user=system:kube-controller-manager >/dev/null
-  log "starting kube-controller-manager (CSR signing, namespace cleanup, garbage collection, role aggregation)"
+  "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" create clusterrolebinding portcullis-kcm-vap-status \
+    --clusterrole=system:controller:validatingadmissionpolicy-status-controller --user=system:kube-controller-manager >/dev/null
+  log "starting kube-controller-manager (CSR signing, namespace cleanup, garbage collection, role aggregation, VAP type checking)"
   start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kcm.kubeconfig" \
     --authentication-kubeconfig "$dir/kcm.kubeconfig" --authorization-kubeconfig "$dir/kcm.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false "${kcm_flags[@]}" \

@@ -26,6 +26,12 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
     let contents = watch::read_all(&args.policy.paths).context("reading the policies")?;
     let policies = parse(&contents, args.policy.cel_cost_limit, &args.policy.exception_namespaces(), Natives::Judged)
         .context("the policies are invalid")?;
+    // `check` installs no log subscriber: what a native policy is taken
+    // with (a cost estimate over Portcullis' limit, what the API server's
+    // type checking would report) is said on standard error.
+    for warning in &policies.warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut objects = Vec::new();
     for file in &args.files {
         let input = portcullis_process::input::read(file).context("reading the input")?;

@@ -517,6 +517,9 @@ impl PolicySet {
         if let Some(refused) = std::mem::take(&mut natives.refused).into_iter().next() {
             return Err(PolicyError::Native(refused));
         }
+        // A cluster's API server writes these in each policy's status; a
+        // file's are said here.
+        natives.warnings.extend(native::typecheck::warnings(&native_policies));
         Ok(Self::assemble(policies, checked).with_natives(natives))
     }
 

@@ -38,7 +38,7 @@ const EXPRESSIONS: &[&str] = &[
     "request.userInfo.groups.exists(g, g == 'system:masters')",
     "request.kind.kind == 'Deployment' && request.resource.resource == 'deployments'",
     "request.dryRun",
-    "request.nothing == 1",
+    "request.options.nothing == 1",
     "[object].all(object, has(object.status))",
     "object.metadata.annotations.all(k, object.metadata.annotations[k].size() < 10)",
     "dyn(object).spec.replicas > 1",

@@ -116,10 +116,13 @@ pub fn as_review(document: Value) -> Result<Value, ManifestError> {
     }))
 }
 
-/// The resource name of a kind, the way the API server names the common ones.
-fn plural(kind: &str) -> String {
+/// The resource name of a kind, the way the API server names the common ones
+/// (every built-in kind of core/v1, apps/v1 and batch/v1).
+pub fn plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
-    if lower.ends_with('s') || lower.ends_with("ch") {
+    if lower == "endpoints" {
+        lower
+    } else if lower.ends_with('s') || lower.ends_with("ch") {
         format!("{lower}es")
     } else if let Some(stem) = lower.strip_suffix('y') {
         format!("{stem}ies")

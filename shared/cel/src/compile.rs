@@ -1,6 +1,8 @@
 //! Compiling an expression once, at load: parsed with Kubernetes' syntax,
-//! checked for variables Portcullis does not bind, and refused when its
-//! estimated worst-case cost is over the limit.
+//! checked for variables Portcullis does not bind, for names and for
+//! fields of `request` and `namespaceObject` that Kubernetes' environment
+//! does not declare, and refused when its estimated worst-case cost is
+//! over the limit.
 
 use cel::Program;
 use cel::parser::Parser;
@@ -105,6 +107,19 @@ pub enum CompileError {
         expression: String,
         /// The name.
         name: String,
+    },
+    /// Selects a field that `request` or `namespaceObject` does not have,
+    /// as the API server's environment types them: it refuses such a
+    /// policy when it is created.
+    #[error(
+        "{expression:?} reads the field `{field}`, which is not there (the API server refuses it: undefined field \
+         '{field}'; `request` has no `uid`, `object` or `oldObject`, which are variables of their own)"
+    )]
+    UndefinedField {
+        /// The expression.
+        expression: String,
+        /// The field.
+        field: String,
     },
     /// Constructs a message (`Name{...}`) its environment does not declare:
     /// none in validations, `Object`, `Object.<path>` and `JSONPatch` in
@@ -223,6 +238,10 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
             return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });
         }
     }
+    let undefined = crate::typecheck::undefined_fields(program.expression(), crate::typecheck::Typed::default());
+    if let Some((_, field)) = undefined.into_iter().next() {
+        return Err(CompileError::UndefinedField { expression: source.to_owned(), field });
+    }
     let cost = cost::of(program.expression()).superlinear;
     if cost > cost_limit {
         return Err(CompileError::TooCostly { expression: source.to_owned(), cost, limit: cost_limit });
@@ -256,6 +275,9 @@ mod tests {
         let refused = compile_in(Environment::Validation, &longer, LoadBounds::ApiServer);
         assert!(matches!(refused, Err(CompileError::TooLong { length, .. }) if length == API_SERVER_MAX_LEN + 8));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");
+        let uid = compile("request.uid != ''", u64::MAX);
+        assert!(matches!(uid, Err(CompileError::UndefinedField { field, .. }) if field == "uid"), "as the API server");
+        assert!(compile("request.userInfo.uid != '' && namespaceObject.metadata.labels.a == 'b'", u64::MAX).is_ok());
     }
 
     #[test]

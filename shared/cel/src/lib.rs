@@ -34,6 +34,8 @@ mod evaluate;
 pub mod json;
 pub mod reads;
 pub mod refusal;
+pub mod typecheck;
+pub mod types;
 pub mod workers;
 
 pub use cel::{ExecutionError, Value};

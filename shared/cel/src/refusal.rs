@@ -5,54 +5,91 @@
 //! positions, as cel-go prints its issues. Syntax errors come from the
 //! parser (the same ANTLR grammar as cel-go's, with its messages);
 //! undeclared names from the walk that [`crate::compile`] refuses them
-//! with. Types are not checked, so what only cel-go's type checker finds
-//! (an undefined field, an overload) is not said here.
+//! with; undefined fields of `request`, `namespaceObject` and `variables`,
+//! which the API server's environment types, from [`crate::typecheck`].
+//! Overloads are not checked, so what only they find (`'a' > 1`) is not
+//! said here. [`type_checked`] is what the API server's status controller
+//! says afterwards, with `object` and `params` typed by their schemas.
 
 use cel::Program;
 use cel::parser::Parser;
 
 use crate::compile::Environment;
 use crate::declared::find_all;
+use crate::typecheck::{Typed, undefined_fields};
 
 /// Which of Kubernetes' admission variables an expression's field
 /// declares besides `object`, `oldObject`, `request`, `namespaceObject`
 /// and `variables`, as the API server declares them for that field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Declarations {
+pub struct Declarations<'a> {
     /// `params`: the policy has a `paramKind`.
     pub params: bool,
     /// `authorizer`: every field but a message expression.
     pub authorizer: bool,
+    /// The policy's variables the field sees: every one, but for a
+    /// variable those before it.
+    pub variables: &'a [&'a str],
 }
 
 /// What the API server says of `source` in a validating policy's field
 /// that declares `declarations`, when its compiler refuses it:
 /// `compilation failed: ...`; `None` when it takes it (as far as syntax
 /// and names go).
-pub fn compilation_failed(source: &str, declarations: Declarations) -> Option<String> {
+pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Option<String> {
     let hidden: Vec<&str> =
         [(!declarations.params).then_some("params"), (!declarations.authorizer).then_some("authorizer")]
             .into_iter()
             .flatten()
             .collect();
     let parser = Parser::new().enable_optional_syntax(true);
-    let mut issues: Vec<(isize, isize, String)> = match Program::compile_with_info(parser, source) {
+    let issues: Vec<(isize, isize, String)> = match Program::compile_with_info(parser, source) {
         Err(errors) => errors.errors.into_iter().map(|e| (e.pos.0, e.pos.1, e.msg)).collect(),
-        Ok((program, info)) => find_all(program.expression(), Environment::Validation, &hidden)
-            .into_iter()
-            .map(|(id, undeclared)| {
-                let (line, column) = info.pos_for(id).unwrap_or((1, 1));
-                (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
-            })
-            .collect(),
+        Ok((program, info)) => {
+            let at = |id| info.pos_for(id).unwrap_or((1, 1));
+            let undeclared = find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(
+                |(id, undeclared)| {
+                    let (line, column) = at(id);
+                    (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
+                },
+            );
+            let typed = Typed { variables: Some(declarations.variables), ..Typed::default() };
+            let undefined = undefined_fields(program.expression(), typed).into_iter().map(|(id, field)| {
+                let (line, column) = at(id);
+                (line, column, format!("undefined field '{field}'"))
+            });
+            undeclared.chain(undefined).collect()
+        }
     };
+    printed(source, issues).map(|issues| format!("compilation failed: {issues}"))
+}
+
+/// What the API server's type checking (`status.typeChecking` of a
+/// ValidatingAdmissionPolicy) says of `source`, a validation's expression
+/// or message expression, with `typed` the types of one kind the policy
+/// matches: its undefined fields as cel-go prints them, `None` when it
+/// finds none (or `source` does not parse, which the API server refuses
+/// first).
+pub fn type_checked(source: &str, typed: Typed<'_>) -> Option<String> {
+    let parser = Parser::new().enable_optional_syntax(true);
+    let (program, info) = Program::compile_with_info(parser, source).ok()?;
+    let issues = undefined_fields(program.expression(), typed).into_iter().map(|(id, field)| {
+        let (line, column) = info.pos_for(id).unwrap_or((1, 1));
+        (line, column, format!("undefined field '{field}'"))
+    });
+    printed(source, issues.collect())
+}
+
+/// Issues in the order of their positions, as cel-go prints them; `None`
+/// for none.
+fn printed(source: &str, mut issues: Vec<(isize, isize, String)>) -> Option<String> {
     if issues.is_empty() {
         return None;
     }
     issues.sort_by_key(|&(line, column, _)| (line, column));
     let printed: Vec<String> =
         issues.iter().map(|(line, column, message)| issue(source, *line, *column, message)).collect();
-    Some(format!("compilation failed: {}", printed.join("\n")))
+    Some(printed.join("\n"))
 }
 
 /// One issue as cel-go prints it: where, what, and the line with a caret.
@@ -71,7 +108,7 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL: Declarations = Declarations { params: true, authorizer: true };
+    const ALL: Declarations<'static> = Declarations { params: true, authorizer: true, variables: &[] };
 
     #[test]
     fn undeclared_names_are_each_said_where_they_are() {
@@ -100,10 +137,54 @@ mod tests {
     #[test]
     fn params_and_authorizer_are_declared_where_the_api_server_declares_them() {
         assert_eq!(compilation_failed("params.x == authorizer.path('/')", ALL), None);
-        let no_params = compilation_failed("params.x", Declarations { params: false, authorizer: true });
+        let no_params = compilation_failed("params.x", Declarations { params: false, ..ALL });
         assert!(no_params.is_some_and(|m| m.contains("undeclared reference to 'params'")));
-        let message = compilation_failed("string(authorizer)", Declarations { params: true, authorizer: false });
+        let message = compilation_failed("string(authorizer)", Declarations { authorizer: false, ..ALL });
         assert!(message.is_some_and(|m| m.contains("undeclared reference to 'authorizer'")));
         assert_eq!(compilation_failed("object.spec.containers.all(i, c, c.name != '' && i >= 0)", ALL), None);
+    }
+
+    #[test]
+    fn undefined_fields_of_what_the_environment_types_are_refused_at_creation() {
+        // The API server's words (kube-apiserver 1.36, `kubectl apply
+        // --dry-run=server`).
+        let source = "request.usrInfo.username == 'a' || namespaceObject.metadata.lables.a == 'b' || variables.nope \
+                      == 1 || request.options.x == 1 || has(request.userInfo.foo)";
+        let declared = ["cs"];
+        let declarations = Declarations { variables: &declared, ..ALL };
+        let caret = |column: usize| format!("\n | {source}\n | {}^", ".".repeat(column - 1));
+        let expected = format!(
+            "compilation failed: ERROR: <input>:1:8: undefined field 'usrInfo'{}\nERROR: <input>:1:60: undefined \
+             field 'lables'{}\nERROR: <input>:1:89: undefined field 'nope'{}\nERROR: <input>:1:132: undefined \
+             field 'foo'{}",
+            caret(8),
+            caret(60),
+            caret(89),
+            caret(132)
+        );
+        assert_eq!(compilation_failed(source, declarations), Some(expected));
+        assert_eq!(compilation_failed("variables.cs.x == request.userInfo.username", declarations), None);
+    }
+
+    #[test]
+    fn type_checking_finds_what_the_api_servers_status_controller_finds() {
+        let deployment = crate::types::BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
+        let typed = Typed { object: Some(&deployment), ..Typed::default() };
+        // The API server's words (`status.typeChecking`, kube-apiserver 1.36).
+        let source = "has(object.spec.foo) || object.metadata.namespace == '' || object.?spec.?bar.orValue(1) == 1";
+        assert_eq!(
+            type_checked(source, typed).as_deref(),
+            Some(
+                "ERROR: <input>:1:4: undefined field 'foo'\n | has(object.spec.foo) || object.metadata.namespace == '' \
+                 || object.?spec.?bar.orValue(1) == 1\n | ...^\nERROR: <input>:1:72: undefined field 'bar'\n | \
+                 has(object.spec.foo) || object.metadata.namespace == '' || object.?spec.?bar.orValue(1) == 1\n | \
+                 .......................................................................^"
+            )
+        );
+        let source = "object.spec.template.spec.containers.all(c, c.imagee != '' && has(c.resources.limits))";
+        let found = type_checked(source, typed).expect("two fields");
+        assert!(found.starts_with("ERROR: <input>:1:46: undefined field 'imagee'"), "{found}");
+        assert!(found.contains("\nERROR: <input>:1:66: undefined field 'limits'"), "{found}");
+        assert_eq!(type_checked("object.spec.replicas > 1", typed), None);
     }
 }

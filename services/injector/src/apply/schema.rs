@@ -1,7 +1,7 @@
 //! The part of an OpenAPI v3 schema that server-side apply's merge reads:
 //! object properties, list and map types, list-map keys, patch strategies,
 //! defaults of key fields. The built-in kinds' schemas come with the binary
-//! (`schemas/builtin.json`, written by `scripts/openapi-schemas` from a real
+//! (`shared/cel/schemas/builtin.json`, written by `scripts/openapi-schemas` from a real
 //! API server); any other kind's come from its API server's
 //! `/openapi/v3` document, which has the same shape, or from its
 //! CustomResourceDefinition, read as the API server publishes it.
@@ -104,7 +104,7 @@ impl Schemas {
     /// The built-in kinds' schemas, a copy of their own ([`BUILTIN`] is
     /// shared) to [`extend`](Self::extend) with other kinds'.
     pub fn builtin() -> Self {
-        serde_json::from_str(include_str!("../../schemas/builtin.json")).expect("schemas/builtin.json is valid")
+        serde_json::from_str(portcullis_cel::types::BUILTIN_SCHEMAS).expect("the built-in schemas are valid JSON")
     }
 
     /// Adds `other`'s kinds and schemas; of a name both have, `other`'s.

@@ -124,9 +124,11 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             format!("Too many: {}: must have at most {MAX_MATCH_CONDITIONS} items", conditions.len()),
         );
     }
-    // What the expressions may use: `params` only with a `paramKind`, and
-    // `authorizer` everywhere but in a message expression.
-    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true };
+    // What the expressions may use: `params` only with a `paramKind`,
+    // `authorizer` everywhere but in a message expression, and the
+    // variables (a variable only those before it).
+    let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
+    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: &variables };
     let mut names = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
@@ -156,7 +158,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         if variable.expression.trim().is_empty() {
             errors.required(&format!("{at}.expression"), "expression is not specified");
         } else {
-            errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, all);
+            let before = Declarations { variables: &variables[..i], ..all };
+            errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, before);
         }
     }
     let validations = spec.validations.as_deref().unwrap_or_default();
@@ -272,7 +275,7 @@ impl Errors {
         }
     }
 
-    fn validation(&mut self, at: &str, validation: &Validation, declarations: Declarations) {
+    fn validation(&mut self, at: &str, validation: &Validation, declarations: Declarations<'_>) {
         let expression = &validation.expression;
         if expression.trim().is_empty() {
             self.required(&format!("{at}.expression"), "expression is not specified");
@@ -300,7 +303,7 @@ impl Errors {
     /// `source` unless the API server's compiler refuses it, with the
     /// declarations of `field`; the error quotes `value` (the source as
     /// written, where the API server compiles it trimmed).
-    fn compiles(&mut self, field: &str, source: &str, value: &str, declarations: Declarations) {
+    fn compiles(&mut self, field: &str, source: &str, value: &str, declarations: Declarations<'_>) {
         if let Some(detail) = compilation_failed(source, declarations) {
             self.invalid(field, value, &detail);
         }

@@ -23,6 +23,7 @@ pub mod builtin;
 pub mod fields;
 pub mod generate;
 mod pods;
+pub mod typecheck;
 pub mod watched;
 
 use std::collections::BTreeMap;

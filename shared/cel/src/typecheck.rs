@@ -1,0 +1,283 @@
+//! The fields an expression selects that the type of what it selects them
+//! from does not have, found as cel-go's type checker finds them
+//! (`undefined field 'replicsa'`), on the types of [`crate::types`].
+//!
+//! The API server checks so at two times. When a policy is created, its
+//! environment types `request`, `namespaceObject` and `variables` (the
+//! policy's own variables as fields) and refuses an undefined field of
+//! them. Afterwards, its status controller checks each validation and
+//! message expression again with `object`, `oldObject` and `params` typed
+//! by the schemas of the kinds the policy matches, and reports what it
+//! finds as warnings (`status.typeChecking`): the policy still runs.
+//!
+//! Only undefined fields are found, not overloads (`'a' > 1`): a type the
+//! walk does not follow (a function's result, a literal, a variable's
+//! value, which the API server types `dyn` too) is never checked, so
+//! where in doubt nothing is said.
+
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr};
+
+use crate::types::{DeclType, NAMESPACE, REQUEST};
+
+/// What an expression's variables are known to be.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Typed<'t> {
+    /// `object` and `oldObject`: their kind's type (`None`: `dyn`).
+    pub object: Option<&'t DeclType>,
+    /// `params`: the `paramKind`'s type (`None`: `dyn`).
+    pub params: Option<&'t DeclType>,
+    /// The names `variables` has (`None`: it is not checked).
+    pub variables: Option<&'t [&'t str]>,
+}
+
+/// Every field `expr` selects that its operand's type lacks, with `typed`:
+/// the id of the selecting node and the field, in the order of the tree.
+pub(crate) fn undefined_fields(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, String)> {
+    let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
+    walk.expr(expr);
+    walk.found
+}
+
+/// A type as far as the walk follows it.
+#[derive(Debug, Clone)]
+enum Ty<'t> {
+    /// Not followed: nothing selected from it is checked.
+    Dyn,
+    /// One of the schemas' or the environment's types.
+    Of(&'t DeclType),
+    /// A list the expression built (`map`, `filter`) of these items.
+    ListOf(Box<Ty<'t>>),
+    /// `optional_type(...)`: what `a.?b` gives.
+    Optional(Box<Ty<'t>>),
+    /// `variables`, whose fields are the policy's variables.
+    Variables,
+}
+
+impl<'t> Ty<'t> {
+    /// The type of a list's items, or of a map's values when `values`.
+    fn items(&self, values: bool) -> Ty<'t> {
+        match self {
+            Self::Of(DeclType::List(items)) => Ty::Of(items),
+            Self::Of(DeclType::Map(v)) if values => Ty::Of(v),
+            Self::ListOf(items) => (**items).clone(),
+            _ => Ty::Dyn,
+        }
+    }
+}
+
+/// A walk of the tree with the comprehensions' variables in scope.
+struct Walk<'t, 'e> {
+    typed: Typed<'t>,
+    scope: Vec<(&'e str, Ty<'t>)>,
+    /// Per comprehension being walked: its accumulator and the type of
+    /// the items its step appends (`@result + [x]`), once seen.
+    appended: Vec<(&'e str, Option<Ty<'t>>)>,
+    found: Vec<(u64, String)>,
+}
+
+impl<'t, 'e> Walk<'t, 'e> {
+    fn expr(&mut self, expr: &'e IdedExpr) -> Ty<'t> {
+        match &expr.expr {
+            Expr::Ident(name) => self.ident(name),
+            Expr::Select(select) => {
+                let operand = self.expr(&select.operand);
+                let field = self.field(expr.id, operand, &select.field, false);
+                if select.test { Ty::Dyn } else { field }
+            }
+            Expr::Call(call) => self.call(expr, call),
+            Expr::List(list) => {
+                for element in &list.elements {
+                    self.expr(element);
+                }
+                Ty::Dyn
+            }
+            Expr::Map(map) => {
+                map.entries.iter().for_each(|e| self.entry(&e.expr));
+                Ty::Dyn
+            }
+            Expr::Struct(structure) => {
+                structure.entries.iter().for_each(|e| self.entry(&e.expr));
+                Ty::Dyn
+            }
+            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Literal(_) | Expr::Unspecified => Ty::Dyn,
+        }
+    }
+
+    fn entry(&mut self, entry: &'e EntryExpr) {
+        match entry {
+            EntryExpr::StructField(field) => {
+                self.expr(&field.value);
+            }
+            EntryExpr::MapEntry(entry) => {
+                self.expr(&entry.key);
+                self.expr(&entry.value);
+            }
+        }
+    }
+
+    fn ident(&self, name: &str) -> Ty<'t> {
+        if let Some((_, t)) = self.scope.iter().rev().find(|(n, _)| *n == name) {
+            return t.clone();
+        }
+        let known = |t: Option<&'t DeclType>| t.map_or(Ty::Dyn, Ty::Of);
+        match name {
+            "object" | "oldObject" => known(self.typed.object),
+            "params" => known(self.typed.params),
+            "request" => Ty::Of(&REQUEST),
+            "namespaceObject" => Ty::Of(&NAMESPACE),
+            "variables" if self.typed.variables.is_some() => Ty::Variables,
+            _ => Ty::Dyn,
+        }
+    }
+
+    /// cel-go's `checkSelectField`: a field of an object, a map's value;
+    /// through an optional, an optional; `optional` for `a.?b`.
+    fn field(&mut self, id: u64, operand: Ty<'t>, field: &str, optional: bool) -> Ty<'t> {
+        let (target, wrapped) = match operand {
+            Ty::Optional(inner) => (*inner, true),
+            other => (other, false),
+        };
+        let found = match target {
+            Ty::Of(DeclType::Object(fields)) => DeclType::field(fields, field).map(Ty::Of),
+            Ty::Of(DeclType::Map(values)) => Some(Ty::Of(values)),
+            Ty::Variables => self.typed.variables.unwrap_or_default().contains(&field).then_some(Ty::Dyn),
+            _ => Some(Ty::Dyn),
+        };
+        match found {
+            None => {
+                self.found.push((id, field.to_owned()));
+                Ty::Dyn
+            }
+            Some(t) if wrapped || optional => Ty::Optional(Box::new(t)),
+            Some(t) => t,
+        }
+    }
+
+    fn call(&mut self, expr: &'e IdedExpr, call: &'e CallExpr) -> Ty<'t> {
+        let target = call.target.as_deref().map(|t| self.expr(t));
+        match (call.func_name.as_str(), target, call.args.as_slice()) {
+            ("_?._", None, [operand, IdedExpr { expr: Expr::Literal(field), .. }]) => {
+                let operand = self.expr(operand);
+                match field {
+                    cel::common::ast::LiteralValue::String(field) => self.field(expr.id, operand, field, true),
+                    _ => Ty::Dyn,
+                }
+            }
+            ("_[_]" | "_[?_]", None, [operand, index]) => {
+                let operand = self.expr(operand);
+                self.expr(index);
+                let optional = call.func_name == "_[?_]";
+                match operand {
+                    Ty::Optional(inner) => Ty::Optional(Box::new(inner.items(true))),
+                    t if optional => Ty::Optional(Box::new(t.items(true))),
+                    t => t.items(true),
+                }
+            }
+            ("orValue" | "value", Some(Ty::Optional(inner)), args) => {
+                for arg in args {
+                    self.expr(arg);
+                }
+                *inner
+            }
+            ("_+_", None, [accumulator @ IdedExpr { expr: Expr::Ident(name), .. }, appended]) => {
+                self.expr(accumulator);
+                let item = match &appended.expr {
+                    Expr::List(list) if list.elements.len() == 1 => Some(self.expr(&list.elements[0])),
+                    _ => None,
+                };
+                if item.is_none() {
+                    self.expr(appended);
+                }
+                if let (Some(item), Some((accumulator, seen))) = (item, self.appended.last_mut())
+                    && *accumulator == name
+                    && seen.is_none()
+                {
+                    *seen = Some(item);
+                }
+                Ty::Dyn
+            }
+            (_, _, args) => {
+                for arg in args {
+                    self.expr(arg);
+                }
+                Ty::Dyn
+            }
+        }
+    }
+
+    /// The loop variables typed by the range (a list's index and item, a
+    /// map's key and value), the accumulator by what the step appends to
+    /// an empty list (`map` and `filter` build lists of it), the result
+    /// by the result expression.
+    fn comprehension(&mut self, c: &'e ComprehensionExpr) -> Ty<'t> {
+        let range = self.expr(&c.iter_range);
+        self.expr(&c.accu_init);
+        let is_map = matches!(range, Ty::Of(DeclType::Map(_)));
+        let (first, second) = match (&c.iter_var2, is_map) {
+            (None, false) => (range.items(false), None),
+            (None, true) => (Ty::Dyn, None),
+            (Some(second), _) => (Ty::Dyn, Some((second.as_str(), range.items(true)))),
+        };
+        let outer = self.scope.len();
+        self.scope.push((c.iter_var.as_str(), first));
+        self.scope.extend(second);
+        self.scope.push((c.accu_var.as_str(), Ty::Dyn));
+        self.appended.push((c.accu_var.as_str(), None));
+        self.expr(&c.loop_cond);
+        self.expr(&c.loop_step);
+        let appended = self.appended.pop().and_then(|(_, seen)| seen);
+        let empty_list = matches!(&c.accu_init.expr, Expr::List(list) if list.elements.is_empty());
+        if let (true, Some(item)) = (empty_list, appended) {
+            self.scope.push((c.accu_var.as_str(), Ty::ListOf(Box::new(item))));
+        }
+        let result = self.expr(&c.result);
+        self.scope.truncate(outer);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cel::Program;
+    use cel::parser::Parser;
+
+    use super::*;
+    use crate::types::BUILTIN;
+
+    fn undefined(source: &str, typed: Typed<'_>) -> Vec<String> {
+        let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
+        undefined_fields(program.expression(), typed).into_iter().map(|(_, field)| field).collect()
+    }
+
+    #[test]
+    fn fields_a_deployment_lacks_are_found_through_loops_and_optionals() {
+        let deployment = BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
+        let typed = Typed { object: Some(&deployment), ..Typed::default() };
+        let cases: [(&str, &[&str]); 9] = [
+            ("object.spec.replicsa > 1", &["replicsa"]),
+            ("has(object.spec.foo) || object.metadata.namespace == ''", &["foo"]),
+            ("object.?spec.?bar.orValue(1) == 1 && object.?spec.replicas.orValue(1) == 1", &["bar"]),
+            ("object.spec.template.spec.containers.all(c, c.imagee != '')", &["imagee"]),
+            ("object.spec.template.spec.containers.map(c, c).all(x, x.nam != '')", &["nam"]),
+            ("object.spec.template.spec.containers.filter(c, c.name != '').exists(x, x.foo)", &["foo"]),
+            ("object.spec.template.metadata.labels.all(k, k != '') && object.metadata.labels.a == 'b'", &[]),
+            ("object.spec.template.spec.containers[0].ports.exists(p, p.targetPort == 1)", &["targetPort"]),
+            ("object.spec.selector.matchLabels.all(k, v, v.x == '') && request.usrInfo == ''", &["usrInfo"]),
+        ];
+        for (source, fields) in cases {
+            assert_eq!(undefined(source, typed), fields.to_vec(), "{source}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_typed_is_not_checked() {
+        let typed = Typed::default();
+        assert!(undefined("object.spec.anything.at.all && params.x && variables.y", typed).is_empty());
+        assert!(undefined("[object.spec].all(s, s.foo) && request.options.x == 1", typed).is_empty());
+        assert_eq!(undefined("namespaceObject.metadata.lables.a == 'b'", typed), ["lables"]);
+        let declared = ["a"];
+        let typed = Typed { variables: Some(&declared), ..Typed::default() };
+        assert_eq!(undefined("variables.a.x == variables.nope", typed), ["nope"]);
+    }
+}

@@ -1,0 +1,310 @@
+//! The types the API server's CEL type checker gives what an admission
+//! expression reads: an object of a kind by its OpenAPI schema
+//! (`k8s.io/apiserver/pkg/cel/common.SchemaDeclType`, references resolved
+//! as its schema resolver resolves them), and the fixed types of `request`
+//! and `namespaceObject`. Only what finding an undefined field needs is
+//! kept: which fields an object has, and what lists, maps and fields hold.
+//!
+//! The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]: core/v1, apps/v1 and
+//! batch/v1, written by `scripts/openapi-schemas` from a real API server)
+//! come with the binary; the injector's server-side apply merge reads the
+//! same file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use serde_json::{Map, Value};
+
+/// The built-in kinds' OpenAPI v3 schemas, trimmed to what the merge and
+/// the type checker read: `{"kinds": {"group/version/Kind": name},
+/// "schemas": {name: schema}}`.
+pub const BUILTIN_SCHEMAS: &str = include_str!("../schemas/builtin.json");
+
+/// The type of a value, as far as the checker follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeclType {
+    /// Anything (`x-kubernetes-int-or-string`, `options`): never checked.
+    Dyn,
+    /// A string, number, boolean, bytes, timestamp or duration.
+    Scalar,
+    /// A list of the given items.
+    List(Box<DeclType>),
+    /// A map from strings to the given values.
+    Map(Box<DeclType>),
+    /// An object with exactly these fields, by their CEL names (escaped:
+    /// `__namespace__`, `x__dash__y`).
+    Object(BTreeMap<String, DeclType>),
+}
+
+impl DeclType {
+    /// The type of field `name` of an object, `None` when it has no such
+    /// field. A CEL keyword names its escaped field (`namespace` is
+    /// `__namespace__`), as Kubernetes' environment recognises keywords as
+    /// field names.
+    pub fn field<'t>(fields: &'t BTreeMap<String, DeclType>, name: &str) -> Option<&'t DeclType> {
+        fields.get(name).or_else(|| RESERVED.contains(&name).then(|| fields.get(&format!("__{name}__"))).flatten())
+    }
+
+    fn object<const N: usize>(fields: [(&str, DeclType); N]) -> Self {
+        Self::Object(fields.into_iter().map(|(name, t)| (name.to_owned(), t)).collect())
+    }
+
+    fn strings() -> Self {
+        Self::List(Box::new(Self::Scalar))
+    }
+}
+
+/// `request`, as the API server declares it
+/// (`k8s.io/apiserver/pkg/admission/plugin/cel.BuildRequestType`).
+pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
+    use DeclType::Scalar;
+    let gvk = || DeclType::object([("group", Scalar), ("version", Scalar), ("kind", Scalar)]);
+    let gvr = || DeclType::object([("group", Scalar), ("version", Scalar), ("resource", Scalar)]);
+    let user = DeclType::object([
+        ("username", Scalar),
+        ("uid", Scalar),
+        ("groups", DeclType::strings()),
+        ("extra", DeclType::Map(Box::new(DeclType::strings()))),
+    ]);
+    DeclType::object([
+        ("kind", gvk()),
+        ("resource", gvr()),
+        ("subResource", Scalar),
+        ("requestKind", gvk()),
+        ("requestResource", gvr()),
+        ("requestSubResource", Scalar),
+        ("name", Scalar),
+        ("namespace", Scalar),
+        ("operation", Scalar),
+        ("userInfo", user),
+        ("dryRun", Scalar),
+        ("options", DeclType::Dyn),
+    ])
+});
+
+/// `namespaceObject`, as the API server declares it (`BuildNamespaceType`:
+/// the parts of a Namespace a policy may read).
+pub static NAMESPACE: LazyLock<DeclType> = LazyLock::new(|| {
+    use DeclType::Scalar;
+    let strings = || DeclType::Map(Box::new(Scalar));
+    let condition = DeclType::object([
+        ("status", Scalar),
+        ("type", Scalar),
+        ("lastTransitionTime", Scalar),
+        ("message", Scalar),
+        ("reason", Scalar),
+    ]);
+    let metadata = DeclType::object([
+        ("name", Scalar),
+        ("generateName", Scalar),
+        ("namespace", Scalar),
+        ("labels", strings()),
+        ("annotations", strings()),
+        ("UID", Scalar),
+        ("creationTimestamp", Scalar),
+        ("deletionGracePeriodSeconds", Scalar),
+        ("deletionTimestamp", Scalar),
+        ("generation", Scalar),
+        ("resourceVersion", Scalar),
+        ("finalizers", DeclType::strings()),
+    ]);
+    DeclType::object([
+        ("metadata", metadata),
+        ("spec", DeclType::object([("finalizers", DeclType::strings())])),
+        ("status", DeclType::object([("conditions", DeclType::List(Box::new(condition))), ("phase", Scalar)])),
+    ])
+});
+
+/// CEL's reserved words, which Kubernetes escapes as field names
+/// (`k8s.io/apiserver/pkg/cel.Escape`).
+const RESERVED: [&str; 21] = [
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import",
+    "let", "loop", "package", "namespace", "return", "var", "void", "while",
+];
+
+/// Schemas by name (OpenAPI's `components.schemas`) and the kinds they
+/// are.
+#[derive(Debug, Default)]
+pub struct Schemas {
+    kinds: BTreeMap<String, String>,
+    schemas: Map<String, Value>,
+}
+
+/// The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]).
+pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(|| {
+    let document: Value = serde_json::from_str(BUILTIN_SCHEMAS).unwrap_or_default();
+    let part = |key: &str| document.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+    let kinds = part("kinds").into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_owned()))).collect();
+    Schemas { kinds, schemas: part("schemas") }
+});
+
+impl Schemas {
+    /// Every kind these schemas have, as `(group, version, kind)`.
+    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.kinds.keys().filter_map(|gvk| {
+            let mut parts = gvk.splitn(3, '/');
+            Some((parts.next()?, parts.next()?, parts.next()?))
+        })
+    }
+
+    /// The type of objects of `group/version/kind`, `None` when its schema
+    /// is not here (the API server then checks nothing for it).
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<DeclType> {
+        let name = self.kinds.get(&format!("{group}/{version}/{kind}"))?;
+        let root = self.schemas.get(name)?;
+        let mut visited = BTreeSet::from([name.as_str()]);
+        self.decl(root, true, &mut visited)
+    }
+
+    /// `common.SchemaDeclType` of a node whose references
+    /// `resolver.PopulateRefs` resolved: a reference (or an `allOf`
+    /// wrapping one) is replaced by what it names; one already being
+    /// resolved further up is an object without fields. `None`: a node the
+    /// API server gives no type (no `type`), whose field it leaves out.
+    fn decl<'s>(&'s self, node: &'s Value, root: bool, visited: &mut BTreeSet<&'s str>) -> Option<DeclType> {
+        if let Some(name) = reference(node) {
+            if visited.contains(name) {
+                return Some(DeclType::Object(BTreeMap::new()));
+            }
+            let resolved = self.schemas.get(name)?;
+            visited.insert(name);
+            let decl = self.decl(resolved, root, visited);
+            visited.remove(name);
+            return decl;
+        }
+        let text = |key: &str| node.get(key).and_then(Value::as_str);
+        let flag = |node: &Value, key: &str| node.get(key).and_then(Value::as_bool) == Some(true);
+        if text("format") == Some("int-or-string") || flag(node, "x-kubernetes-int-or-string") {
+            return Some(DeclType::Dyn);
+        }
+        let embedded = |node: &Value| flag(node, "x-kubernetes-embedded-resource");
+        match text("type")? {
+            "array" => {
+                let items = node.get("items")?;
+                Some(DeclType::List(Box::new(self.decl(items, embedded(items), visited)?)))
+            }
+            "object" => {
+                if let Some(values) = node.get("additionalProperties").filter(|v| v.is_object()) {
+                    return Some(DeclType::Map(Box::new(self.decl(values, embedded(values), visited)?)));
+                }
+                let mut fields = BTreeMap::new();
+                for (name, property) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                    if let (Some(t), Some(name)) = (self.decl(property, embedded(property), visited), escape(name)) {
+                        fields.insert(name, t);
+                    }
+                }
+                if root {
+                    with_type_and_object_meta(&mut fields);
+                }
+                Some(DeclType::Object(fields))
+            }
+            "string" | "boolean" | "number" | "integer" => Some(DeclType::Scalar),
+            _ => None,
+        }
+    }
+}
+
+/// The schema a node refers to, by name: `$ref`, or the first `allOf`
+/// that is one (the API server's OpenAPI wraps a reference so to keep
+/// its description).
+fn reference(node: &Value) -> Option<&str> {
+    let own = node.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/components/schemas/"));
+    own.or_else(|| node.get("allOf")?.as_array()?.iter().find_map(reference))
+}
+
+/// A resource's root always has `apiVersion`, `kind`, `metadata.name` and
+/// `metadata.generateName` (`WithTypeAndObjectMeta`); a root whose schema
+/// lacks them gets exactly those. Every built-in kind has them.
+fn with_type_and_object_meta(fields: &mut BTreeMap<String, DeclType>) {
+    let has = |t: Option<&DeclType>, names: &[&str]| match t {
+        Some(DeclType::Object(f)) => names.iter().all(|n| f.get(*n) == Some(&DeclType::Scalar)),
+        _ => false,
+    };
+    let complete = fields.get("kind") == Some(&DeclType::Scalar)
+        && fields.get("apiVersion") == Some(&DeclType::Scalar)
+        && has(fields.get("metadata"), &["name", "generateName"]);
+    if !complete {
+        fields.insert("kind".into(), DeclType::Scalar);
+        fields.insert("apiVersion".into(), DeclType::Scalar);
+        fields.insert("metadata".into(), DeclType::object([("name", DeclType::Scalar), ("generateName", DeclType::Scalar)]));
+    }
+}
+
+/// A property's name in CEL (`k8s.io/apiserver/pkg/cel.Escape`), `None`
+/// when it has none (it starts with a digit or has a character CEL cannot
+/// escape): such a field cannot be read by name.
+fn escape(name: &str) -> Option<String> {
+    let first = name.chars().next()?;
+    if first.is_ascii_digit() {
+        return None;
+    }
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c)) {
+        return None;
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c => out.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(t: &DeclType) -> &BTreeMap<String, DeclType> {
+        match t {
+            DeclType::Object(fields) => fields,
+            other => panic!("not an object: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_deployment_has_its_schemas_fields_with_references_resolved() {
+        let deployment = BUILTIN.kind("apps", "v1", "Deployment").expect("a built-in kind");
+        let spec = fields(DeclType::field(fields(&deployment), "spec").expect("spec"));
+        assert_eq!(DeclType::field(spec, "replicas"), Some(&DeclType::Scalar));
+        assert_eq!(DeclType::field(spec, "replicsa"), None);
+        let metadata = fields(DeclType::field(fields(&deployment), "metadata").expect("metadata"));
+        assert!(matches!(DeclType::field(metadata, "labels"), Some(DeclType::Map(_))));
+        assert!(DeclType::field(metadata, "namespace").is_some(), "a keyword names its escaped field");
+        assert!(metadata.contains_key("__namespace__"));
+    }
+
+    #[test]
+    fn int_or_string_is_dyn_and_a_node_without_a_type_is_left_out() {
+        let pod = BUILTIN.kind("", "v1", "Pod").expect("a built-in kind");
+        let spec = fields(DeclType::field(fields(&pod), "spec").expect("spec"));
+        let Some(DeclType::List(container)) = DeclType::field(spec, "containers") else { panic!("containers") };
+        let resources = fields(DeclType::field(fields(container), "resources").expect("resources"));
+        // Quantity has no `type` (a oneOf in the API server's OpenAPI).
+        assert_eq!(DeclType::field(resources, "limits"), None);
+        let Some(DeclType::List(port)) = DeclType::field(fields(container), "ports") else { panic!("ports") };
+        assert!(DeclType::field(fields(port), "containerPort").is_some());
+    }
+
+    #[test]
+    fn names_are_escaped_as_kubernetes_escapes_them() {
+        assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
+        assert_eq!(escape("a-b.c/d").as_deref(), Some("a__dash__b__dot__c__slash__d"));
+        assert_eq!(escape("a__b").as_deref(), Some("a__underscores__b"));
+        assert_eq!(escape("1a"), None);
+        assert_eq!(escape("a b"), None);
+        assert_eq!(escape("replicas").as_deref(), Some("replicas"));
+    }
+}
