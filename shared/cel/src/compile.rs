@@ -108,18 +108,18 @@ pub enum CompileError {
         /// The name.
         name: String,
     },
-    /// Selects a field that `request` or `namespaceObject` does not have,
-    /// as the API server's environment types them: it refuses such a
-    /// policy when it is created.
+    /// Selects a field that `request` or `namespaceObject` does not have
+    /// (or one of a scalar), as the API server's environment types them:
+    /// it refuses such a policy when it is created.
     #[error(
-        "{expression:?} reads the field `{field}`, which is not there (the API server refuses it: undefined field \
-         '{field}'; `request` has no `uid`, `object` or `oldObject`, which are variables of their own)"
+        "{expression:?}: {message}, as the API server's environment types `request` and `namespaceObject` (it \
+         refuses the policy; `request` has no `uid`, `object` or `oldObject`, which are variables of their own)"
     )]
-    UndefinedField {
+    Field {
         /// The expression.
         expression: String,
-        /// The field.
-        field: String,
+        /// cel-go's message (`undefined field 'uid'`).
+        message: String,
     },
     /// Constructs a message (`Name{...}`) its environment does not declare:
     /// none in validations, `Object`, `Object.<path>` and `JSONPatch` in
@@ -238,9 +238,9 @@ pub fn compile_in(environment: Environment, source: &str, bounds: LoadBounds) ->
             return Err(CompileError::UndeclaredType { expression: source.to_owned(), type_name, environment });
         }
     }
-    let undefined = crate::typecheck::undefined_fields(program.expression(), crate::typecheck::Typed::default());
-    if let Some((_, field)) = undefined.into_iter().next() {
-        return Err(CompileError::UndefinedField { expression: source.to_owned(), field });
+    let fields = crate::typecheck::field_errors(program.expression(), crate::typecheck::Typed::default());
+    if let Some((_, message)) = fields.into_iter().next() {
+        return Err(CompileError::Field { expression: source.to_owned(), message });
     }
     let cost = cost::of(program.expression()).superlinear;
     if cost > cost_limit {
@@ -276,7 +276,10 @@ mod tests {
         assert!(matches!(refused, Err(CompileError::TooLong { length, .. }) if length == API_SERVER_MAX_LEN + 8));
         assert!(compile("object.?metadata.?name.orValue('') != ''", u64::MAX).is_ok(), "optional syntax");
         let uid = compile("request.uid != ''", u64::MAX);
-        assert!(matches!(uid, Err(CompileError::UndefinedField { field, .. }) if field == "uid"), "as the API server");
+        assert!(
+            matches!(uid, Err(CompileError::Field { message, .. }) if message == "undefined field 'uid'"),
+            "as the API server"
+        );
         assert!(compile("request.userInfo.uid != '' && namespaceObject.metadata.labels.a == 'b'", u64::MAX).is_ok());
     }
 

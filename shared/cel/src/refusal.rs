@@ -16,7 +16,7 @@ use cel::parser::Parser;
 
 use crate::compile::Environment;
 use crate::declared::find_all;
-use crate::typecheck::{Typed, undefined_fields};
+use crate::typecheck::{Typed, field_errors};
 
 /// Which of Kubernetes' admission variables an expression's field
 /// declares besides `object`, `oldObject`, `request`, `namespaceObject`
@@ -28,8 +28,9 @@ pub struct Declarations<'a> {
     /// `authorizer`: every field but a message expression.
     pub authorizer: bool,
     /// The policy's variables the field sees: every one, but for a
-    /// variable those before it.
-    pub variables: &'a [&'a str],
+    /// variable those before it; `None`: `variables` is not declared (a
+    /// match condition).
+    pub variables: Option<&'a [&'a str]>,
 }
 
 /// What the API server says of `source` in a validating policy's field
@@ -37,26 +38,28 @@ pub struct Declarations<'a> {
 /// `compilation failed: ...`; `None` when it takes it (as far as syntax
 /// and names go).
 pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Option<String> {
-    let hidden: Vec<&str> =
-        [(!declarations.params).then_some("params"), (!declarations.authorizer).then_some("authorizer")]
-            .into_iter()
-            .flatten()
-            .collect();
+    let hidden: Vec<&str> = [
+        (!declarations.params).then_some("params"),
+        (!declarations.authorizer).then_some("authorizer"),
+        declarations.variables.is_none().then_some("variables"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let parser = Parser::new().enable_optional_syntax(true);
     let issues: Vec<(isize, isize, String)> = match Program::compile_with_info(parser, source) {
         Err(errors) => errors.errors.into_iter().map(|e| (e.pos.0, e.pos.1, e.msg)).collect(),
         Ok((program, info)) => {
             let at = |id| info.pos_for(id).unwrap_or((1, 1));
-            let undeclared = find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(
-                |(id, undeclared)| {
+            let undeclared =
+                find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(|(id, undeclared)| {
                     let (line, column) = at(id);
                     (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
-                },
-            );
-            let typed = Typed { variables: Some(declarations.variables), ..Typed::default() };
-            let undefined = undefined_fields(program.expression(), typed).into_iter().map(|(id, field)| {
+                });
+            let typed = Typed { variables: declarations.variables, ..Typed::default() };
+            let undefined = field_errors(program.expression(), typed).into_iter().map(|(id, message)| {
                 let (line, column) = at(id);
-                (line, column, format!("undefined field '{field}'"))
+                (line, column, message)
             });
             undeclared.chain(undefined).collect()
         }
@@ -73,9 +76,9 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
 pub fn type_checked(source: &str, typed: Typed<'_>) -> Option<String> {
     let parser = Parser::new().enable_optional_syntax(true);
     let (program, info) = Program::compile_with_info(parser, source).ok()?;
-    let issues = undefined_fields(program.expression(), typed).into_iter().map(|(id, field)| {
+    let issues = field_errors(program.expression(), typed).into_iter().map(|(id, message)| {
         let (line, column) = info.pos_for(id).unwrap_or((1, 1));
-        (line, column, format!("undefined field '{field}'"))
+        (line, column, message)
     });
     printed(source, issues.collect())
 }
@@ -108,7 +111,7 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL: Declarations<'static> = Declarations { params: true, authorizer: true, variables: &[] };
+    const ALL: Declarations<'static> = Declarations { params: true, authorizer: true, variables: Some(&[]) };
 
     #[test]
     fn undeclared_names_are_each_said_where_they_are() {
@@ -151,7 +154,7 @@ mod tests {
         let source = "request.usrInfo.username == 'a' || namespaceObject.metadata.lables.a == 'b' || variables.nope \
                       == 1 || request.options.x == 1 || has(request.userInfo.foo)";
         let declared = ["cs"];
-        let declarations = Declarations { variables: &declared, ..ALL };
+        let declarations = Declarations { variables: Some(&declared), ..ALL };
         let caret = |column: usize| format!("\n | {source}\n | {}^", ".".repeat(column - 1));
         let expected = format!(
             "compilation failed: ERROR: <input>:1:8: undefined field 'usrInfo'{}\nERROR: <input>:1:60: undefined \
@@ -164,6 +167,8 @@ mod tests {
         );
         assert_eq!(compilation_failed(source, declarations), Some(expected));
         assert_eq!(compilation_failed("variables.cs.x == request.userInfo.username", declarations), None);
+        let condition = compilation_failed("variables.cs == 1", Declarations { variables: None, ..ALL });
+        assert!(condition.is_some_and(|m| m.contains("undeclared reference to 'variables'")), "in a match condition");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The fields an expression selects that the type of what it selects them
 //! from does not have, found as cel-go's type checker finds them
-//! (`undefined field 'replicsa'`), on the types of [`crate::types`].
+//! (`undefined field 'replicsa'`, `type 'bool' does not support field
+//! selection`), on the types of [`crate::types`].
 //!
 //! The API server checks so at two times. When a policy is created, its
 //! environment types `request`, `namespaceObject` and `variables` (the
@@ -10,7 +11,8 @@
 //! by the schemas of the kinds the policy matches, and reports what it
 //! finds as warnings (`status.typeChecking`): the policy still runs.
 //!
-//! Only undefined fields are found, not overloads (`'a' > 1`): a type the
+//! Only fields are checked (undefined, or selected from a scalar), not
+//! overloads (`'a' > 1`): a type the
 //! walk does not follow (a function's result, a literal, a variable's
 //! value, which the API server types `dyn` too) is never checked, so
 //! where in doubt nothing is said.
@@ -30,9 +32,11 @@ pub struct Typed<'t> {
     pub variables: Option<&'t [&'t str]>,
 }
 
-/// Every field `expr` selects that its operand's type lacks, with `typed`:
-/// the id of the selecting node and the field, in the order of the tree.
-pub(crate) fn undefined_fields(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, String)> {
+/// Every field `expr` selects that its operand's type lacks (or selects
+/// from a scalar), with `typed`: the id of the selecting node and cel-go's
+/// message (`undefined field 'x'`, `type 'bool' does not support field
+/// selection`), in the order of the tree.
+pub(crate) fn field_errors(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, String)> {
     let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
     walk.expr(expr);
     walk.found
@@ -139,18 +143,23 @@ impl<'t, 'e> Walk<'t, 'e> {
             other => (other, false),
         };
         let found = match target {
-            Ty::Of(DeclType::Object(fields)) => DeclType::field(fields, field).map(Ty::Of),
-            Ty::Of(DeclType::Map(values)) => Some(Ty::Of(values)),
-            Ty::Variables => self.typed.variables.unwrap_or_default().contains(&field).then_some(Ty::Dyn),
-            _ => Some(Ty::Dyn),
+            Ty::Of(DeclType::Object(fields)) => {
+                DeclType::field(fields, field).map(Ty::Of).ok_or_else(|| format!("undefined field '{field}'"))
+            }
+            Ty::Of(DeclType::Map(values)) => Ok(Ty::Of(values)),
+            Ty::Of(DeclType::Scalar(name)) => Err(format!("type '{name}' does not support field selection")),
+            Ty::Variables if !self.typed.variables.unwrap_or_default().contains(&field) => {
+                Err(format!("undefined field '{field}'"))
+            }
+            _ => Ok(Ty::Dyn),
         };
         match found {
-            None => {
-                self.found.push((id, field.to_owned()));
+            Err(message) => {
+                self.found.push((id, message));
                 Ty::Dyn
             }
-            Some(t) if wrapped || optional => Ty::Optional(Box::new(t)),
-            Some(t) => t,
+            Ok(t) if wrapped || optional => Ty::Optional(Box::new(t)),
+            Ok(t) => t,
         }
     }
 
@@ -247,7 +256,8 @@ mod tests {
 
     fn undefined(source: &str, typed: Typed<'_>) -> Vec<String> {
         let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
-        undefined_fields(program.expression(), typed).into_iter().map(|(_, field)| field).collect()
+        let found = field_errors(program.expression(), typed).into_iter().map(|(_, message)| message);
+        found.map(|m| m.trim_start_matches("undefined field '").trim_end_matches('\'').to_owned()).collect()
     }
 
     #[test]
@@ -263,7 +273,10 @@ mod tests {
             ("object.spec.template.spec.containers.filter(c, c.name != '').exists(x, x.foo)", &["foo"]),
             ("object.spec.template.metadata.labels.all(k, k != '') && object.metadata.labels.a == 'b'", &[]),
             ("object.spec.template.spec.containers[0].ports.exists(p, p.targetPort == 1)", &["targetPort"]),
-            ("object.spec.selector.matchLabels.all(k, v, v.x == '') && request.usrInfo == ''", &["usrInfo"]),
+            (
+                "object.spec.selector.matchLabels.all(k, v, v.x == '') && request.usrInfo == ''",
+                &["type 'string' does not support field selection", "usrInfo"],
+            ),
         ];
         for (source, fields) in cases {
             assert_eq!(undefined(source, typed), fields.to_vec(), "{source}");
@@ -279,5 +292,12 @@ mod tests {
         let declared = ["a"];
         let typed = Typed { variables: Some(&declared), ..Typed::default() };
         assert_eq!(undefined("variables.a.x == variables.nope", typed), ["nope"]);
+        assert_eq!(
+            undefined("request.dryRun.x || namespaceObject.metadata.creationTimestamp.y", typed),
+            [
+                "type 'bool' does not support field selection",
+                "type 'google.protobuf.Timestamp' does not support field selection"
+            ]
+        );
     }
 }

@@ -25,8 +25,9 @@ pub const BUILTIN_SCHEMAS: &str = include_str!("../schemas/builtin.json");
 pub enum DeclType {
     /// Anything (`x-kubernetes-int-or-string`, `options`): never checked.
     Dyn,
-    /// A string, number, boolean, bytes, timestamp or duration.
-    Scalar,
+    /// A string, number, boolean, bytes, timestamp or duration, by its
+    /// name in cel-go's messages (`bool`, `google.protobuf.Timestamp`).
+    Scalar(&'static str),
     /// A list of the given items.
     List(Box<DeclType>),
     /// A map from strings to the given values.
@@ -50,34 +51,38 @@ impl DeclType {
     }
 
     fn strings() -> Self {
-        Self::List(Box::new(Self::Scalar))
+        Self::List(Box::new(STRING))
     }
 }
+
+const STRING: DeclType = DeclType::Scalar("string");
+const INT: DeclType = DeclType::Scalar("int");
+const BOOL: DeclType = DeclType::Scalar("bool");
+const TIMESTAMP: DeclType = DeclType::Scalar("google.protobuf.Timestamp");
 
 /// `request`, as the API server declares it
 /// (`k8s.io/apiserver/pkg/admission/plugin/cel.BuildRequestType`).
 pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
-    use DeclType::Scalar;
-    let gvk = || DeclType::object([("group", Scalar), ("version", Scalar), ("kind", Scalar)]);
-    let gvr = || DeclType::object([("group", Scalar), ("version", Scalar), ("resource", Scalar)]);
+    let gvk = || DeclType::object([("group", STRING), ("version", STRING), ("kind", STRING)]);
+    let gvr = || DeclType::object([("group", STRING), ("version", STRING), ("resource", STRING)]);
     let user = DeclType::object([
-        ("username", Scalar),
-        ("uid", Scalar),
+        ("username", STRING),
+        ("uid", STRING),
         ("groups", DeclType::strings()),
         ("extra", DeclType::Map(Box::new(DeclType::strings()))),
     ]);
     DeclType::object([
         ("kind", gvk()),
         ("resource", gvr()),
-        ("subResource", Scalar),
+        ("subResource", STRING),
         ("requestKind", gvk()),
         ("requestResource", gvr()),
-        ("requestSubResource", Scalar),
-        ("name", Scalar),
-        ("namespace", Scalar),
-        ("operation", Scalar),
+        ("requestSubResource", STRING),
+        ("name", STRING),
+        ("namespace", STRING),
+        ("operation", STRING),
         ("userInfo", user),
-        ("dryRun", Scalar),
+        ("dryRun", BOOL),
         ("options", DeclType::Dyn),
     ])
 });
@@ -85,41 +90,59 @@ pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
 /// `namespaceObject`, as the API server declares it (`BuildNamespaceType`:
 /// the parts of a Namespace a policy may read).
 pub static NAMESPACE: LazyLock<DeclType> = LazyLock::new(|| {
-    use DeclType::Scalar;
-    let strings = || DeclType::Map(Box::new(Scalar));
+    let strings = || DeclType::Map(Box::new(STRING));
     let condition = DeclType::object([
-        ("status", Scalar),
-        ("type", Scalar),
-        ("lastTransitionTime", Scalar),
-        ("message", Scalar),
-        ("reason", Scalar),
+        ("status", STRING),
+        ("type", STRING),
+        ("lastTransitionTime", TIMESTAMP),
+        ("message", STRING),
+        ("reason", STRING),
     ]);
     let metadata = DeclType::object([
-        ("name", Scalar),
-        ("generateName", Scalar),
-        ("namespace", Scalar),
+        ("name", STRING),
+        ("generateName", STRING),
+        ("namespace", STRING),
         ("labels", strings()),
         ("annotations", strings()),
-        ("UID", Scalar),
-        ("creationTimestamp", Scalar),
-        ("deletionGracePeriodSeconds", Scalar),
-        ("deletionTimestamp", Scalar),
-        ("generation", Scalar),
-        ("resourceVersion", Scalar),
+        ("UID", STRING),
+        ("creationTimestamp", TIMESTAMP),
+        ("deletionGracePeriodSeconds", INT),
+        ("deletionTimestamp", TIMESTAMP),
+        ("generation", INT),
+        ("resourceVersion", STRING),
         ("finalizers", DeclType::strings()),
     ]);
     DeclType::object([
         ("metadata", metadata),
         ("spec", DeclType::object([("finalizers", DeclType::strings())])),
-        ("status", DeclType::object([("conditions", DeclType::List(Box::new(condition))), ("phase", Scalar)])),
+        ("status", DeclType::object([("conditions", DeclType::List(Box::new(condition))), ("phase", STRING)])),
     ])
 });
 
 /// CEL's reserved words, which Kubernetes escapes as field names
 /// (`k8s.io/apiserver/pkg/cel.Escape`).
 const RESERVED: [&str; 21] = [
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import",
-    "let", "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// Schemas by name (OpenAPI's `components.schemas`) and the kinds they
@@ -198,7 +221,15 @@ impl Schemas {
                 }
                 Some(DeclType::Object(fields))
             }
-            "string" | "boolean" | "number" | "integer" => Some(DeclType::Scalar),
+            "string" => Some(match text("format") {
+                Some("byte") => DeclType::Scalar("bytes"),
+                Some("duration") => DeclType::Scalar("google.protobuf.Duration"),
+                Some("date" | "date-time") => TIMESTAMP,
+                _ => STRING,
+            }),
+            "boolean" => Some(BOOL),
+            "number" => Some(DeclType::Scalar("double")),
+            "integer" => Some(INT),
             _ => None,
         }
     }
@@ -217,16 +248,16 @@ fn reference(node: &Value) -> Option<&str> {
 /// lacks them gets exactly those. Every built-in kind has them.
 fn with_type_and_object_meta(fields: &mut BTreeMap<String, DeclType>) {
     let has = |t: Option<&DeclType>, names: &[&str]| match t {
-        Some(DeclType::Object(f)) => names.iter().all(|n| f.get(*n) == Some(&DeclType::Scalar)),
+        Some(DeclType::Object(f)) => names.iter().all(|n| f.get(*n) == Some(&STRING)),
         _ => false,
     };
-    let complete = fields.get("kind") == Some(&DeclType::Scalar)
-        && fields.get("apiVersion") == Some(&DeclType::Scalar)
+    let complete = fields.get("kind") == Some(&STRING)
+        && fields.get("apiVersion") == Some(&STRING)
         && has(fields.get("metadata"), &["name", "generateName"]);
     if !complete {
-        fields.insert("kind".into(), DeclType::Scalar);
-        fields.insert("apiVersion".into(), DeclType::Scalar);
-        fields.insert("metadata".into(), DeclType::object([("name", DeclType::Scalar), ("generateName", DeclType::Scalar)]));
+        fields.insert("kind".into(), STRING);
+        fields.insert("apiVersion".into(), STRING);
+        fields.insert("metadata".into(), DeclType::object([("name", STRING), ("generateName", STRING)]));
     }
 }
 
@@ -278,7 +309,7 @@ mod tests {
     fn a_deployment_has_its_schemas_fields_with_references_resolved() {
         let deployment = BUILTIN.kind("apps", "v1", "Deployment").expect("a built-in kind");
         let spec = fields(DeclType::field(fields(&deployment), "spec").expect("spec"));
-        assert_eq!(DeclType::field(spec, "replicas"), Some(&DeclType::Scalar));
+        assert_eq!(DeclType::field(spec, "replicas"), Some(&INT));
         assert_eq!(DeclType::field(spec, "replicsa"), None);
         let metadata = fields(DeclType::field(fields(&deployment), "metadata").expect("metadata"));
         assert!(matches!(DeclType::field(metadata, "labels"), Some(DeclType::Map(_))));

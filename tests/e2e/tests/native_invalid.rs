@@ -338,7 +338,8 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
 /// each error's position, the line and the caret): syntax errors, names
 /// it does not declare (`params` without a `paramKind`, `authorizer` in a
 /// message expression), a match condition and an audit annotation
-/// compiled trimmed, and a macro's misuse.
+/// compiled trimmed, a macro's misuse, and fields the environment types
+/// (`request.uid` is not one).
 #[test]
 fn compile_errors_are_the_api_servers_word_for_word() {
     let every_field = format!(
@@ -347,7 +348,20 @@ fn compile_errors_are_the_api_servers_word_for_word() {
          - {{expression: 'true', messageExpression: 'params.x + string(authorizer)'}}\n  auditAnnotations:\n  - {{key: k, \
          valueExpression: \" 'a' + q\"}}\n"
     );
-    let mut specs = vec![("every-field.example.com".to_owned(), every_field)];
+    // Fields the API server's environment types: `request`,
+    // `namespaceObject` and `variables` (a variable sees those before it;
+    // a match condition has none).
+    let typed_fields = format!(
+        "{RULES}  matchConditions:\n  - {{name: m, expression: \"variables.b == 1 && namespaceObject.spec.finalizer == []\"}}\n  \
+         variables:\n  - {{name: a, expression: 'variables.b'}}\n  - {{name: b, expression: '1'}}\n  validations:\n  \
+         - expression: \"request.usrInfo.username == 'a' || namespaceObject.metadata.lables.a == 'b' || variables.nope == 1 \
+         || request.options.x == 1 || has(request.userInfo.foo) || size(request.uid) > 0 || request.dryRun.x\"\n  \
+         auditAnnotations:\n  - {{key: k, valueExpression: 'string(request.resource.resrc)'}}\n"
+    );
+    let mut specs = vec![
+        ("every-field.example.com".to_owned(), every_field),
+        ("typed-fields.example.com".to_owned(), typed_fields),
+    ];
     for (i, expression) in [
         "object.",
         "object.spec.replicas <= (1",

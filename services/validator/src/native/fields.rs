@@ -126,9 +126,10 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     }
     // What the expressions may use: `params` only with a `paramKind`,
     // `authorizer` everywhere but in a message expression, and the
-    // variables (a variable only those before it).
+    // variables everywhere but in a match condition (a variable only
+    // those before it).
     let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
-    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: &variables };
+    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: Some(&variables) };
     let mut names = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
@@ -137,7 +138,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             errors.required(&format!("{at}.expression"), "");
         } else {
             // The API server compiles, and quotes, the trimmed expression.
-            errors.compiles(&format!("{at}.expression"), expression, expression, all);
+            let conditions = Declarations { variables: None, ..all };
+            errors.compiles(&format!("{at}.expression"), expression, expression, conditions);
         }
         if condition.name.is_empty() {
             errors.required(&format!("{at}.name"), "");
@@ -158,7 +160,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         if variable.expression.trim().is_empty() {
             errors.required(&format!("{at}.expression"), "expression is not specified");
         } else {
-            let before = Declarations { variables: &variables[..i], ..all };
+            let before = Declarations { variables: Some(&variables[..i]), ..all };
             errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, before);
         }
     }

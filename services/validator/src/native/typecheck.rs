@@ -63,7 +63,10 @@ pub fn check(policy: &ValidatingAdmissionPolicy) -> Vec<ExpressionWarning> {
     };
     let mut warnings = Vec::new();
     for (i, validation) in spec.validations.iter().flatten().enumerate() {
-        let fields = [("expression", Some(&validation.expression)), ("messageExpression", validation.message_expression.as_ref())];
+        let fields = [
+            ("expression", Some(&validation.expression)),
+            ("messageExpression", validation.message_expression.as_ref()),
+        ];
         for (field, source) in fields {
             if let Some(warning) = source.filter(|s| !s.is_empty()).and_then(|s| found(s)) {
                 warnings.push(ExpressionWarning { field_ref: format!("spec.validations[{i}].{field}"), warning });
@@ -110,8 +113,7 @@ fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec) -> Vec<(String, String, 
         let (Some(mut groups), Some(mut versions)) = (names(&rule.api_groups), names(&rule.api_versions)) else {
             continue;
         };
-        let mut resources: Vec<&String> =
-            rule.resources.iter().flatten().filter(|r| !r.contains(['*', '/'])).collect();
+        let mut resources: Vec<&String> = rule.resources.iter().flatten().filter(|r| !r.contains(['*', '/'])).collect();
         groups.sort();
         versions.sort();
         resources.sort();

@@ -1,0 +1,227 @@
+//! The API server type-checks each ValidatingAdmissionPolicy against the
+//! schemas of the kinds it matches and writes what it finds in the
+//! policy's `status.typeChecking` (kube-controller-manager's status
+//! controller); `check` says the same offline, before the policy reaches a
+//! cluster. Each policy here is created in the real API server, its status
+//! awaited, and its warnings compared with `check`'s, field by field and
+//! word for word. The built-in schemas `check` reads are the ones this API
+//! server publishes (`scripts/openapi-schemas`).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use portcullis_e2e::cleanup::Cleanup;
+use portcullis_e2e::{binaries, cluster, eventually, repo};
+use serde_json::Value;
+
+/// A policy named `name` matching `rules` (flow YAML lines), with `rest`
+/// after its match constraints.
+fn policy(name: &str, rules: &[&str], rest: &str) -> String {
+    let rules: String = rules.iter().map(|r| format!("    - {r}\n")).collect();
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\n\
+         spec:\n  matchConstraints:\n    resourceRules:\n{rules}{rest}"
+    )
+}
+
+const DEPLOYMENTS: &str =
+    "{apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}";
+const PODS: &str = "{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods, pods/status]}";
+const JOBS: &str = "{apiGroups: [batch], apiVersions: [v1], operations: [CREATE], resources: [jobs, cronjobs]}";
+
+/// The validations of a policy, each `(expression, messageExpression)`.
+fn validations(list: &[(&str, Option<&str>)]) -> String {
+    let mut out = "  validations:\n".to_owned();
+    for (expression, message) in list {
+        out.push_str(&format!("  - expression: {expression:?}\n"));
+        if let Some(message) = message {
+            out.push_str(&format!("    messageExpression: {message:?}\n"));
+        }
+    }
+    out
+}
+
+/// The policies: misspelt fields in every place an expression reads one,
+/// and reads the API server's types take.
+fn policies() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "typecheck-kinds.example.com",
+            policy(
+                "typecheck-kinds.example.com",
+                &[
+                    DEPLOYMENTS,
+                    PODS,
+                    "{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}",
+                ],
+                &validations(&[
+                    ("object.spec.replicsa > 1", Some("'x' + object.metadata.nme")),
+                    (
+                        "has(object.spec.foo) || object.metadata.namespace == '' || object.?spec.?bar.orValue(1) == 1",
+                        None,
+                    ),
+                    ("object.data.foo == 'a' && object.spec.template.metadata.labels.a == 'b'", None),
+                ]),
+            ),
+        ),
+        (
+            "typecheck-loops.example.com",
+            policy(
+                "typecheck-loops.example.com",
+                &[DEPLOYMENTS],
+                &format!(
+                    "  variables:\n  - {{name: cs, expression: 'object.spec.template.spec.containers'}}\n{}",
+                    validations(&[
+                        (
+                            "object.spec.template.spec.containers.all(c, c.imagee != '' && has(c.resources.limits))",
+                            None
+                        ),
+                        ("object.spec.template.spec.containers.map(c, c).all(x, x.nam != '')", None),
+                        (
+                            "object.spec.template.spec.containers.filter(c, c.name != '').exists(x, x.foo == 1)",
+                            Some("object.spec.template.spec.containers.map(c, c.name).join(', ')"),
+                        ),
+                        (
+                            "object.spec.template.spec.containers.exists(c, c.ports.exists(p, p.containerPrt == 1))",
+                            None
+                        ),
+                        (
+                            "variables.cs.all(c, c.nam != '') && object.spec.selector.matchLabels.all(k, v, v != k)",
+                            None
+                        ),
+                        ("object.spec.template.spec.containers.all(i, c, c.imag != '' && i >= 0)", None),
+                        ("object.spec.strategy.rollingUpdate.maxSurge.anything == 1", None),
+                        ("object.spec.template.spec.initContainers[0].name == '' ||\n  object.spec.paused.x", None),
+                    ])
+                ),
+            ),
+        ),
+        (
+            "typecheck-params.example.com",
+            policy(
+                "typecheck-params.example.com",
+                &[JOBS],
+                &format!(
+                    "  paramKind: {{apiVersion: v1, kind: ConfigMap}}\n{}",
+                    validations(&[
+                        ("params.data.max == '1' && params.spec.max == 1", None),
+                        (
+                            "object.spec.template.spec.restartPolicy == 'Never' || object.spec.jobTemplate.spec.x == 1",
+                            None
+                        ),
+                        ("object.metadata.labels.all(k, k != '') && object.status.succeded == 1", None),
+                    ])
+                ),
+            ),
+        ),
+        (
+            "typecheck-clean.example.com",
+            policy(
+                "typecheck-clean.example.com",
+                &[DEPLOYMENTS],
+                &validations(&[
+                    ("object.spec.replicas <= 5 && object.metadata.name.startsWith('a')", None),
+                    (
+                        "request.userInfo.username != '' && object.spec.template.spec.containers.all(c, c.image != '')",
+                        None,
+                    ),
+                ]),
+            ),
+        ),
+        (
+            "typecheck-wide.example.com",
+            policy(
+                "typecheck-wide.example.com",
+                &["{apiGroups: ['*'], apiVersions: [v1], operations: [CREATE], resources: [deployments]}"],
+                &validations(&[("object.spec.replicsa > 1", None)]),
+            ),
+        ),
+    ]
+}
+
+/// The policy's `status.typeChecking` warnings by field, once its status
+/// controller has checked its current generation.
+async fn api_server_warnings(name: &str) -> BTreeMap<String, String> {
+    let status = eventually(&format!("status.typeChecking of {name}"), Duration::from_secs(60), || {
+        let out = cluster().kubectl(&["get", "validatingadmissionpolicy", name, "-o", "json"]);
+        let policy: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let generation = policy.pointer("/metadata/generation")?.as_i64()?;
+        let observed = policy.pointer("/status/observedGeneration").and_then(Value::as_i64)?;
+        (observed == generation).then(|| policy["status"].clone())
+    })
+    .await;
+    let warnings = status.pointer("/typeChecking/expressionWarnings").and_then(Value::as_array);
+    warnings
+        .into_iter()
+        .flatten()
+        .map(|w| {
+            let text = |key: &str| w[key].as_str().unwrap_or_default().to_owned();
+            (text("fieldRef"), text("warning").trim_end().to_owned())
+        })
+        .collect()
+}
+
+/// `check`'s type-checking warnings for the policy in `yaml`, by field.
+fn check_warnings(yaml: &str) -> BTreeMap<String, String> {
+    let dir = tempfile::tempdir().expect("a test step");
+    let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
+    std::fs::write(&policy, yaml).expect("a test step");
+    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
+        .expect("a test step");
+    let out = Command::new(binaries().join("portcullis-validator"))
+        .args(["check", "--policy"])
+        .arg(&policy)
+        .arg("-f")
+        .arg(&objects)
+        .output()
+        .expect("a test step");
+    assert!(out.status.success(), "check: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut found = BTreeMap::new();
+    for block in stderr.split("warning: ").filter(|b| !b.is_empty()) {
+        let (head, warning) = block.split_once('\n').expect("a warning's first line");
+        let field = head.split(": ").nth(1).expect("the warning's field");
+        assert!(head.contains("type checking"), "another warning: {head}");
+        found.insert(field.to_owned(), warning.trim_end().to_owned());
+    }
+    found
+}
+
+#[tokio::test]
+async fn check_says_what_the_api_servers_type_checking_says() {
+    let mut differences = Vec::new();
+    let mut warned = 0;
+    for (name, yaml) in policies() {
+        let _policy = Cleanup::apply("validatingadmissionpolicy", name, &yaml);
+        let theirs = api_server_warnings(name).await;
+        let ours = check_warnings(&yaml);
+        warned += theirs.len();
+        if theirs != ours {
+            differences.push(format!("{name}:\n  API server: {theirs:#?}\n  check:      {ours:#?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+    assert!(warned >= 12, "the cases warn of something: {warned} warnings");
+}
+
+/// The schemas `check` and the injector's offline merge read are the
+/// ones the API server publishes, as `scripts/openapi-schemas` writes them.
+#[test]
+fn the_built_in_schemas_are_the_api_servers() {
+    let dir = tempfile::tempdir().expect("a test step");
+    let written = dir.path().join("builtin.json");
+    let bin = cluster().var("PORTCULLIS_CP_BIN");
+    let out = Command::new(repo().join("scripts/openapi-schemas"))
+        .arg(&written)
+        .env("KUBECONFIG", cluster().var("KUBECONFIG"))
+        .env("KUBECTL", format!("{bin}/kubectl"))
+        .output()
+        .expect("a test step");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let committed = std::fs::read(repo().join("shared/cel/schemas/builtin.json")).expect("the committed schemas");
+    assert!(
+        std::fs::read(&written).expect("written") == committed,
+        "shared/cel/schemas/builtin.json is not what scripts/openapi-schemas writes from this API server: run it"
+    );
+}
