@@ -120,8 +120,8 @@ pub static NAMESPACE: LazyLock<DeclType> = LazyLock::new(|| {
 });
 
 /// CEL's reserved words, which Kubernetes escapes as field names
-/// (`k8s.io/apiserver/pkg/cel.Escape`).
-const RESERVED: [&str; 21] = [
+/// (`k8s.io/apiserver/pkg/cel.Escape`) and a variable may not be named.
+pub const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",

@@ -192,6 +192,23 @@ pub fn binaries() -> &'static Path {
     })
 }
 
+/// `portcullis-validator check` of the policies in `policies` (YAML) on
+/// one ConfigMap: what it printed, and whether it succeeded.
+pub fn check_policies(policies: &str) -> Output {
+    let dir = tempfile::tempdir().expect("a test step");
+    let (policy, objects) = (dir.path().join("policies.yaml"), dir.path().join("objects.yaml"));
+    std::fs::write(&policy, policies).expect("a test step");
+    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
+        .expect("a test step");
+    Command::new(binaries().join("portcullis-validator"))
+        .args(["check", "--policy"])
+        .arg(&policy)
+        .arg("-f")
+        .arg(&objects)
+        .output()
+        .expect("a test step")
+}
+
 /// `deploy/overlays/<overlay>` with `deploy/components/<component>` added,
 /// as a platform team's own overlay would be written (kustomize takes only
 /// relative paths), rendered by kubectl's kustomize.

@@ -6,9 +6,7 @@
 //! has two entries of a selector's `matchLabels` wrong in different words:
 //! the API server checks them in Go's random map order.
 
-use std::process::Command;
-
-use portcullis_e2e::{binaries, cluster};
+use portcullis_e2e::{check_policies, cluster};
 
 /// A policy with `spec` as its spec (flow YAML, one line per field).
 fn policy(name: &str, spec: &str) -> String {
@@ -265,18 +263,7 @@ fn a_valid_pair_is_taken_by_both() {
 
 /// `check`'s error output for `yaml`, or `None` when it takes it.
 fn check_error(yaml: &str) -> Option<String> {
-    let dir = tempfile::tempdir().expect("a test step");
-    let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
-    std::fs::write(&policy, yaml).expect("a test step");
-    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
-        .expect("a test step");
-    let out = Command::new(binaries().join("portcullis-validator"))
-        .args(["check", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&objects)
-        .output()
-        .expect("a test step");
+    let out = check_policies(yaml);
     (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use portcullis_e2e::cleanup::Cleanup;
-use portcullis_e2e::{binaries, cluster, eventually, repo};
+use portcullis_e2e::{check_policies, cluster, eventually, repo};
 use serde_json::Value;
 
 /// A policy named `name` matching `rules` (flow YAML lines), with `rest`
@@ -164,18 +164,7 @@ async fn api_server_warnings(name: &str) -> BTreeMap<String, String> {
 
 /// `check`'s type-checking warnings for the policy in `yaml`, by field.
 fn check_warnings(yaml: &str) -> BTreeMap<String, String> {
-    let dir = tempfile::tempdir().expect("a test step");
-    let (policy, objects) = (dir.path().join("vap.yaml"), dir.path().join("objects.yaml"));
-    std::fs::write(&policy, yaml).expect("a test step");
-    std::fs::write(&objects, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n")
-        .expect("a test step");
-    let out = Command::new(binaries().join("portcullis-validator"))
-        .args(["check", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&objects)
-        .output()
-        .expect("a test step");
+    let out = check_policies(yaml);
     assert!(out.status.success(), "check: {}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut found = BTreeMap::new();

@@ -24,30 +24,6 @@ const LABEL_VALUE: &str = "a valid label must be an empty string or consist of a
                            '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or \
                            'my_value',  or '12345', regex used for validation is \
                            '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-/// CEL's reserved words, which a variable may not be named.
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// What is wrong with `name` as a DNS subdomain (RFC 1123), its length
 /// said in `unit` (an object's name and an API group in characters, a
@@ -134,5 +110,5 @@ pub(super) fn path_segment(name: &str) -> Vec<String> {
 pub(super) fn cel_identifier(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !CEL_RESERVED.contains(&name)
+        && !portcullis_cel::types::RESERVED.contains(&name)
 }
