@@ -19,7 +19,7 @@
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr};
 
-use crate::types::{DeclType, NAMESPACE, REQUEST};
+use crate::types::{DeclType, INDEX, KEY, NAMESPACE, REQUEST};
 
 /// What an expression's variables are known to be.
 #[derive(Debug, Clone, Copy, Default)]
@@ -215,18 +215,23 @@ impl<'t, 'e> Walk<'t, 'e> {
         }
     }
 
-    /// The loop variables typed by the range (a list's index and item, a
-    /// map's key and value), the accumulator by what the step appends to
+    /// The loop variables typed by the range (a list's item, or its index
+    /// and item; a map's key, or its key and value), the accumulator by what the step appends to
     /// an empty list (`map` and `filter` build lists of it), the result
     /// by the result expression.
     fn comprehension(&mut self, c: &'e ComprehensionExpr) -> Ty<'t> {
         let range = self.expr(&c.iter_range);
         self.expr(&c.accu_init);
         let is_map = matches!(range, Ty::Of(DeclType::Map(_)));
-        let (first, second) = match (&c.iter_var2, is_map) {
-            (None, false) => (range.items(false), None),
-            (None, true) => (Ty::Dyn, None),
-            (Some(second), _) => (Ty::Dyn, Some((second.as_str(), range.items(true)))),
+        let key = match range {
+            Ty::Of(DeclType::Map(_)) => Ty::Of(&KEY),
+            Ty::Of(DeclType::List(_)) | Ty::ListOf(_) => Ty::Of(&INDEX),
+            _ => Ty::Dyn,
+        };
+        let (first, second) = match &c.iter_var2 {
+            None if is_map => (key, None),
+            None => (range.items(false), None),
+            Some(second) => (key, Some((second.as_str(), range.items(true)))),
         };
         let outer = self.scope.len();
         self.scope.push((c.iter_var.as_str(), first));
@@ -292,12 +297,12 @@ mod tests {
         let declared = ["a"];
         let typed = Typed { variables: Some(&declared), ..Typed::default() };
         assert_eq!(undefined("variables.a.x == variables.nope", typed), ["nope"]);
+        let keys = "request.userInfo.extra.all(k, k.x) && request.userInfo.groups.all(i, g, i.y && g.z)";
+        let scalar = |t: &str| format!("type '{t}' does not support field selection");
+        assert_eq!(undefined(keys, typed), [scalar("string"), scalar("int"), scalar("string")]);
         assert_eq!(
             undefined("request.dryRun.x || namespaceObject.metadata.creationTimestamp.y", typed),
-            [
-                "type 'bool' does not support field selection",
-                "type 'google.protobuf.Timestamp' does not support field selection"
-            ]
+            ["type 'bool' does not support field selection", "type 'timestamp' does not support field selection"]
         );
     }
 }

@@ -26,7 +26,7 @@ pub enum DeclType {
     /// Anything (`x-kubernetes-int-or-string`, `options`): never checked.
     Dyn,
     /// A string, number, boolean, bytes, timestamp or duration, by its
-    /// name in cel-go's messages (`bool`, `google.protobuf.Timestamp`).
+    /// name in cel-go's messages (`bool`, `timestamp`).
     Scalar(&'static str),
     /// A list of the given items.
     List(Box<DeclType>),
@@ -58,7 +58,12 @@ impl DeclType {
 const STRING: DeclType = DeclType::Scalar("string");
 const INT: DeclType = DeclType::Scalar("int");
 const BOOL: DeclType = DeclType::Scalar("bool");
-const TIMESTAMP: DeclType = DeclType::Scalar("google.protobuf.Timestamp");
+const TIMESTAMP: DeclType = DeclType::Scalar("timestamp");
+
+/// A map's keys, as a comprehension over a map binds them.
+pub(crate) static KEY: DeclType = STRING;
+/// A list's indexes, as a two-variable comprehension binds them.
+pub(crate) static INDEX: DeclType = INT;
 
 /// `request`, as the API server declares it
 /// (`k8s.io/apiserver/pkg/admission/plugin/cel.BuildRequestType`).
@@ -223,7 +228,7 @@ impl Schemas {
             }
             "string" => Some(match text("format") {
                 Some("byte") => DeclType::Scalar("bytes"),
-                Some("duration") => DeclType::Scalar("google.protobuf.Duration"),
+                Some("duration") => DeclType::Scalar("duration"),
                 Some("date" | "date-time") => TIMESTAMP,
                 _ => STRING,
             }),

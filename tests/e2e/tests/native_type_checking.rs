@@ -93,6 +93,11 @@ fn policies() -> Vec<(&'static str, String)> {
                         ("object.spec.template.spec.containers.all(i, c, c.imag != '' && i >= 0)", None),
                         ("object.spec.strategy.rollingUpdate.maxSurge.anything == 1", None),
                         ("object.spec.template.spec.initContainers[0].name == '' ||\n  object.spec.paused.x", None),
+                        (
+                            "object.metadata.labels.all(k, k.x == '') && object.spec.template.spec.containers.all(i, c, \
+                             i.y == 1) && object.metadata.creationTimestamp.z == 1",
+                            None,
+                        ),
                     ])
                 ),
             ),
@@ -143,7 +148,7 @@ fn policies() -> Vec<(&'static str, String)> {
 /// The policy's `status.typeChecking` warnings by field, once its status
 /// controller has checked its current generation.
 async fn api_server_warnings(name: &str) -> BTreeMap<String, String> {
-    let status = eventually(&format!("status.typeChecking of {name}"), Duration::from_secs(60), || {
+    let status = eventually(&format!("status.typeChecking of {name}"), Duration::from_secs(120), || {
         let out = cluster().kubectl(&["get", "validatingadmissionpolicy", name, "-o", "json"]);
         let policy: Value = serde_json::from_slice(&out.stdout).ok()?;
         let generation = policy.pointer("/metadata/generation")?.as_i64()?;
