@@ -117,7 +117,7 @@ pub fn as_review(document: Value) -> Result<Value, ManifestError> {
 }
 
 /// The resource name of a kind, the way the API server names the common ones
-/// (every built-in kind of core/v1, apps/v1 and batch/v1).
+/// (every built-in kind whose schema `portcullis_cel::types` has).
 pub fn plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
     if lower == "endpoints" {

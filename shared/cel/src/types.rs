@@ -5,8 +5,11 @@
 //! and `namespaceObject`. Only what finding an undefined field needs is
 //! kept: which fields an object has, and what lists, maps and fields hold.
 //!
-//! The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]: core/v1, apps/v1 and
-//! batch/v1, written by `scripts/openapi-schemas` from a real API server)
+//! The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]: core/v1, apps/v1,
+//! batch/v1, networking.k8s.io/v1, rbac.authorization.k8s.io/v1, policy/v1,
+//! autoscaling/v2, storage.k8s.io/v1, coordination.k8s.io/v1,
+//! discovery.k8s.io/v1, scheduling.k8s.io/v1 and node.k8s.io/v1, written by
+//! `scripts/openapi-schemas` from a real API server)
 //! come with the binary; the injector's server-side apply merge reads the
 //! same file.
 

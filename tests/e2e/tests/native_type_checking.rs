@@ -135,6 +135,20 @@ fn policies() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "typecheck-groups.example.com",
+            policy(
+                "typecheck-groups.example.com",
+                &[
+                    "{apiGroups: [networking.k8s.io], apiVersions: [v1], operations: [CREATE], resources: [ingresses]}",
+                    "{apiGroups: [rbac.authorization.k8s.io], apiVersions: [v1], operations: [CREATE], resources: [roles]}",
+                ],
+                &validations(&[
+                    ("has(object.spec) && object.spec.rules.all(r, r.hostt != '')", None),
+                    ("!has(object.rules) || object.rules.all(r, r.verb.size() > 0)", None),
+                ]),
+            ),
+        ),
+        (
             "typecheck-wide.example.com",
             policy(
                 "typecheck-wide.example.com",

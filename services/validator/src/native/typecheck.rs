@@ -8,8 +8,9 @@
 //! `paramKind`'s. A finding is a warning: the policy runs as written, and
 //! a field it reads that is not there is never set.
 //!
-//! The schemas are the built-in kinds' of core/v1, apps/v1 and batch/v1
-//! ([`portcullis_cel::types::BUILTIN`]); a kind without one is not checked
+//! The schemas are the built-in kinds' of the API groups
+//! [`portcullis_cel::types::BUILTIN`] has (core, apps, batch, networking,
+//! RBAC, policy, autoscaling, storage and a few more); a kind without one is not checked
 //! (the API server would check it with its own schema). Only undefined
 //! fields are found ([`portcullis_cel::typecheck`]).
 
