@@ -127,25 +127,12 @@ fn read_schemas(files: &[PathBuf]) -> anyhow::Result<Option<Schemas>> {
     if files.is_empty() {
         return Ok(None);
     }
-    let mut schemas = Schemas::builtin();
+    let mut raw = portcullis_cel::types::Schemas::builtin();
     for file in files {
         let input = portcullis_process::input::read(file).context("reading --schema")?;
-        let what = || format!("--schema {}", file.display());
-        for item in manifest::documents(&input).with_context(what)? {
-            match (item["kind"].as_str(), item.get("components")) {
-                (Some("CustomResourceDefinition"), _) => schemas.add_crd(&item).map_err(anyhow::Error::msg),
-                (_, Some(_)) => {
-                    Schemas::from_openapi(&item).map(|read| schemas.extend(read)).map_err(anyhow::Error::new)
-                }
-                (kind, None) => Err(anyhow::anyhow!(
-                    "{} is neither a CustomResourceDefinition nor an OpenAPI v3 document",
-                    kind.unwrap_or("a document without a kind")
-                )),
-            }
-            .with_context(what)?;
-        }
+        raw.add_file(&input).map_err(anyhow::Error::msg).with_context(|| format!("--schema {}", file.display()))?;
     }
-    Ok(Some(schemas))
+    Ok(Some(Schemas::of(&raw).context("--schema")?))
 }
 
 /// The MAPs, then the injector, then once more the MAPs that asked for it

@@ -128,6 +128,14 @@ pub struct Check {
     /// would hold them; not judged themselves. Repeat for several.
     #[arg(long = "params")]
     pub params: Vec<PathBuf>,
+    /// Schemas of kinds other than the built-in ones, to type-check native
+    /// ValidatingAdmissionPolicies against as the API server does
+    /// (`status.typeChecking`): a CustomResourceDefinition manifest (or a
+    /// `List` of them), or the API server's OpenAPI v3 document for a group
+    /// version (`kubectl get --raw /openapi/v3/apis/GROUP/VERSION`): repeat
+    /// for several files.
+    #[arg(long = "schema")]
+    pub schemas: Vec<PathBuf>,
 }
 
 /// `vap` flags.

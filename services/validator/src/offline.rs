@@ -29,7 +29,9 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
     // `check` installs no log subscriber: what a native policy is taken
     // with (a cost estimate over Portcullis' limit, what the API server's
     // type checking would report) is said on standard error.
-    for warning in &policies.warnings {
+    let schemas = read_schemas(&args.schemas)?;
+    let type_checked = native::typecheck::warnings(&policies.native_sources, &schemas);
+    for warning in policies.warnings.iter().chain(&type_checked) {
         eprintln!("warning: {warning}");
     }
     let mut objects = Vec::new();
@@ -76,6 +78,16 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
         all_allowed &= !decision.is_denied();
     }
     Ok(all_allowed)
+}
+
+/// The built-in kinds' schemas with those of `--schema`.
+fn read_schemas(files: &[std::path::PathBuf]) -> anyhow::Result<portcullis_cel::types::Schemas> {
+    let mut schemas = portcullis_cel::types::Schemas::builtin();
+    for file in files {
+        let input = portcullis_process::input::read(file).context("reading --schema")?;
+        schemas.add_file(&input).map_err(anyhow::Error::msg).with_context(|| format!("--schema {}", file.display()))?;
+    }
+    Ok(schemas)
 }
 
 /// Runs `vap`; `Ok(false)` when a policy cannot be pushed down.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
 use portcullis_admission::documents::{self, DocumentError, Origin};
 use portcullis_admission::names::API_VERSION;
 use portcullis_admission::selector::SelectorError;
@@ -402,6 +403,10 @@ pub struct PolicySet {
     /// `namespaceObject`): a request then waits for its namespace to reach
     /// the watch.
     pub reads_namespaces: bool,
+    /// The native ValidatingAdmissionPolicies of files, as written, that
+    /// `check` type-checks as the API server would
+    /// ([`native::typecheck`]).
+    pub native_sources: Vec<ValidatingAdmissionPolicy>,
 }
 
 impl PolicySet {
@@ -412,7 +417,7 @@ impl PolicySet {
         policies.iter().for_each(|p| cel_reads.merge(&p.cel.data_reads));
         let reads_namespaces =
             cel_reads.namespace_object.is_some() || policies.iter().any(|p| p.matching.reads_namespaces());
-        Self { policies, exceptions, cel_reads, warnings: Vec::new(), reads_namespaces }
+        Self { policies, exceptions, cel_reads, warnings: Vec::new(), reads_namespaces, native_sources: Vec::new() }
     }
 
     /// Parses, checks and compiles every document of every source, with
@@ -517,10 +522,9 @@ impl PolicySet {
         if let Some(refused) = std::mem::take(&mut natives.refused).into_iter().next() {
             return Err(PolicyError::Native(refused));
         }
-        // A cluster's API server writes these in each policy's status; a
-        // file's are said here.
-        natives.warnings.extend(native::typecheck::warnings(&native_policies));
-        Ok(Self::assemble(policies, checked).with_natives(natives))
+        let mut set = Self::assemble(policies, checked).with_natives(natives);
+        set.native_sources = native_policies;
+        Ok(set)
     }
 
     /// This set and the native policies of `natives` (refusals dropped:

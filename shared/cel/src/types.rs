@@ -154,11 +154,15 @@ pub const RESERVED: [&str; 21] = [
 ];
 
 /// Schemas by name (OpenAPI's `components.schemas`) and the kinds they
-/// are.
-#[derive(Debug, Default)]
+/// are: the built-in kinds', and any other kind's read from its API
+/// server's OpenAPI v3 document or its CustomResourceDefinition
+/// (`--schema`).
+#[derive(Debug, Default, Clone)]
 pub struct Schemas {
     kinds: BTreeMap<String, String>,
     schemas: Map<String, Value>,
+    /// `group/version/Kind` to its resource, where a CRD names it.
+    plurals: BTreeMap<String, String>,
 }
 
 /// The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]).
@@ -166,10 +170,115 @@ pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(|| {
     let document: Value = serde_json::from_str(BUILTIN_SCHEMAS).unwrap_or_default();
     let part = |key: &str| document.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
     let kinds = part("kinds").into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_owned()))).collect();
-    Schemas { kinds, schemas: part("schemas") }
+    Schemas { kinds, schemas: part("schemas"), plurals: BTreeMap::new() }
 });
 
+/// Where the API server's OpenAPI puts every object's metadata.
+const OBJECT_META: &str = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
 impl Schemas {
+    /// A copy of the built-in kinds' schemas ([`BUILTIN`] is shared), to
+    /// add others to.
+    pub fn builtin() -> Self {
+        BUILTIN.clone()
+    }
+
+    /// The schemas by name, as OpenAPI writes them.
+    pub fn named(&self) -> &Map<String, Value> {
+        &self.schemas
+    }
+
+    /// `group/version/Kind` (the core group empty) to the name of its
+    /// schema.
+    pub fn kind_names(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.kinds.iter().map(|(gvk, name)| (gvk.as_str(), name.as_str()))
+    }
+
+    /// Adds every document of a `--schema` file (YAML or JSON, several
+    /// documents, a `List` of CRDs as `kubectl get -o yaml` writes it),
+    /// each as [`Self::add_document`] does.
+    pub fn add_file(&mut self, input: &[u8]) -> Result<(), String> {
+        for document in portcullis_admission::manifest::documents(input).map_err(|e| e.to_string())? {
+            self.add_document(&document)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a `--schema` document: a CustomResourceDefinition
+    /// ([`Self::add_crd`]) or an API server's OpenAPI v3 document for a
+    /// group version (`kubectl get --raw /openapi/v3/apis/GROUP/VERSION`).
+    pub fn add_document(&mut self, document: &Value) -> Result<(), String> {
+        match (document.get("kind").and_then(Value::as_str), document.get("components")) {
+            (Some("CustomResourceDefinition"), _) => self.add_crd(document),
+            (_, Some(components)) => {
+                let schemas = components.get("schemas").and_then(Value::as_object);
+                let schemas = schemas.ok_or("components.schemas is not an object")?;
+                for (name, schema) in schemas {
+                    let kinds = schema.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
+                    for gvk in kinds.into_iter().flatten() {
+                        let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                        self.kinds
+                            .insert(format!("{}/{}/{}", part("group"), part("version"), part("kind")), name.clone());
+                    }
+                    self.schemas.insert(name.clone(), schema.clone());
+                }
+                Ok(())
+            }
+            (kind, None) => Err(format!(
+                "{} is neither a CustomResourceDefinition nor an OpenAPI v3 document",
+                kind.unwrap_or("a document without a kind")
+            )),
+        }
+    }
+
+    /// Adds a CustomResourceDefinition's kind (apiextensions.k8s.io/v1):
+    /// each served version's `openAPIV3Schema`, as the API server publishes
+    /// it in its OpenAPI v3 (which its type checker and its apply merge
+    /// read): `metadata` is ObjectMeta (the built-in one), `apiVersion`
+    /// and `kind` are strings, at the root and in every
+    /// `x-kubernetes-embedded-resource` that does not declare them.
+    pub fn add_crd(&mut self, crd: &Value) -> Result<(), String> {
+        let text = |pointer: &str| {
+            crd.pointer(pointer)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{} is required", pointer[1..].replace('/', ".")))
+        };
+        let (group, kind) = (text("/spec/group")?, text("/spec/names/kind")?);
+        let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str);
+        let versions = crd.pointer("/spec/versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
+        let prefix: Vec<&str> = group.split('.').rev().collect();
+        for version in versions {
+            let name = version.get("name").and_then(Value::as_str).ok_or("spec.versions[].name is required")?;
+            if version.get("served") == Some(&Value::Bool(false)) {
+                continue;
+            }
+            let mut schema = version
+                .pointer("/schema/openAPIV3Schema")
+                .cloned()
+                .ok_or_else(|| format!("version {name}: schema.openAPIV3Schema is required"))?;
+            let Some(root) = schema.as_object_mut() else {
+                return Err(format!("version {name}: openAPIV3Schema is not an object"));
+            };
+            object_properties(root, true);
+            embedded_properties(&mut schema);
+            let schema_name = format!("{}.{name}.{kind}", prefix.join("."));
+            self.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
+            self.schemas.insert(schema_name, schema);
+            if let Some(plural) = plural {
+                self.plurals.insert(format!("{group}/{name}/{kind}"), plural.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource of `group/version/kind`: as its CRD names it, else as
+    /// the API server names the built-in kinds
+    /// ([`portcullis_admission::manifest::plural`]).
+    pub fn resource(&self, group: &str, version: &str, kind: &str) -> String {
+        let named = self.plurals.get(&format!("{group}/{version}/{kind}"));
+        named.cloned().unwrap_or_else(|| portcullis_admission::manifest::plural(kind))
+    }
+
     /// Every kind these schemas have, as `(group, version, kind)`.
     pub fn kinds(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.kinds.keys().filter_map(|gvk| {
@@ -239,6 +348,49 @@ impl Schemas {
             "number" => Some(DeclType::Scalar("double")),
             "integer" => Some(INT),
             _ => None,
+        }
+    }
+}
+
+/// Gives an object's schema `apiVersion` and `kind` (strings) and
+/// `metadata` (ObjectMeta), as the API server does for a custom resource:
+/// replacing what the CRD says at its root (`replace`), adding what an
+/// embedded resource does not declare.
+fn object_properties(node: &mut Map<String, Value>, replace: bool) {
+    let properties = node.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    let Some(properties) = properties.as_object_mut() else { return };
+    let fields = [
+        ("apiVersion", serde_json::json!({"type": "string"})),
+        ("kind", serde_json::json!({"type": "string"})),
+        ("metadata", serde_json::json!({"$ref": OBJECT_META})),
+    ];
+    for (field, schema) in fields {
+        if replace || !properties.contains_key(field) {
+            properties.insert(field.into(), schema);
+        }
+    }
+}
+
+/// [`object_properties`] for every `x-kubernetes-embedded-resource` below
+/// `node`.
+fn embedded_properties(node: &mut Value) {
+    let Some(map) = node.as_object_mut() else { return };
+    if map.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)) {
+        object_properties(map, false);
+    }
+    for key in ["properties", "patternProperties"] {
+        for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
+            embedded_properties(child);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = map.get_mut(key) {
+            embedded_properties(child);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for child in map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            embedded_properties(child);
         }
     }
 }

@@ -193,8 +193,9 @@ pub fn binaries() -> &'static Path {
 }
 
 /// `portcullis-validator check` of the policies in `policies` (YAML) on
-/// one ConfigMap: what it printed, and whether it succeeded.
-pub fn check_policies(policies: &str) -> Output {
+/// one ConfigMap, with `args` besides: what it printed, and whether it
+/// succeeded.
+pub fn check_policies(policies: &str, args: &[&std::ffi::OsStr]) -> Output {
     let dir = tempfile::tempdir().expect("a test step");
     let (policy, objects) = (dir.path().join("policies.yaml"), dir.path().join("objects.yaml"));
     std::fs::write(&policy, policies).expect("a test step");
@@ -205,6 +206,7 @@ pub fn check_policies(policies: &str) -> Output {
         .arg(&policy)
         .arg("-f")
         .arg(&objects)
+        .args(args)
         .output()
         .expect("a test step")
 }

@@ -263,7 +263,7 @@ fn a_valid_pair_is_taken_by_both() {
 
 /// `check`'s error output for `yaml`, or `None` when it takes it.
 fn check_error(yaml: &str) -> Option<String> {
-    let out = check_policies(yaml);
+    let out = check_policies(yaml, &[]);
     (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

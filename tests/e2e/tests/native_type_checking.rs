@@ -8,11 +8,12 @@
 //! server publishes (`scripts/openapi-schemas`).
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::process::Command;
 use std::time::Duration;
 
 use portcullis_e2e::cleanup::Cleanup;
-use portcullis_e2e::{check_policies, cluster, eventually, repo};
+use portcullis_e2e::{check_policies, cluster, eventually, ok, repo};
 use serde_json::Value;
 
 /// A policy named `name` matching `rules` (flow YAML lines), with `rest`
@@ -182,8 +183,8 @@ async fn api_server_warnings(name: &str) -> BTreeMap<String, String> {
 }
 
 /// `check`'s type-checking warnings for the policy in `yaml`, by field.
-fn check_warnings(yaml: &str) -> BTreeMap<String, String> {
-    let out = check_policies(yaml);
+fn check_warnings(yaml: &str, args: &[&OsStr]) -> BTreeMap<String, String> {
+    let out = check_policies(yaml, args);
     assert!(out.status.success(), "check: {}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut found = BTreeMap::new();
@@ -203,7 +204,7 @@ async fn check_says_what_the_api_servers_type_checking_says() {
     for (name, yaml) in policies() {
         let _policy = Cleanup::apply("validatingadmissionpolicy", name, &yaml);
         let theirs = api_server_warnings(name).await;
-        let ours = check_warnings(&yaml);
+        let ours = check_warnings(&yaml, &[]);
         warned += theirs.len();
         if theirs != ours {
             differences.push(format!("{name}:\n  API server: {theirs:#?}\n  check:      {ours:#?}"));
@@ -211,6 +212,72 @@ async fn check_says_what_the_api_servers_type_checking_says() {
     }
     assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
     assert!(warned >= 12, "the cases warn of something: {warned} warnings");
+}
+
+/// A custom resource's kind, for `check --schema`.
+const GADGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.typecheck.portcullis.dev}
+spec:
+  group: typecheck.portcullis.dev
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              port: {x-kubernetes-int-or-string: true}
+              since: {type: string, format: date-time}
+              labels: {type: object, additionalProperties: {type: string}}
+              items:
+                type: array
+                items: {type: object, properties: {name: {type: string}, weight: {type: number}}}
+              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// A VAP on a custom resource (its plural not the kind's: `gizmos`),
+/// type-checked offline with the CRD (`check --schema`) as the API server
+/// checks it.
+#[tokio::test]
+async fn a_custom_resources_schema_is_read_from_its_crd() {
+    let _crd = Cleanup::apply("crd", "gizmos.typecheck.portcullis.dev", GADGET_CRD);
+    ok(cluster().kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gizmos.typecheck.portcullis.dev",
+        "--timeout=60s",
+    ]));
+    let dir = tempfile::tempdir().expect("a test step");
+    let crd = dir.path().join("crd.yaml");
+    std::fs::write(&crd, GADGET_CRD).expect("a test step");
+    let name = "typecheck-gadgets.example.com";
+    let yaml = policy(
+        name,
+        &["{apiGroups: [typecheck.portcullis.dev], apiVersions: [v1], operations: [CREATE], resources: [gizmos]}"],
+        &validations(&[
+            ("object.spec.sise > 1 && object.spec.size > 1", None),
+            ("object.spec.items.all(i, i.nam != '' && i.weight > 0.5)", None),
+            ("object.spec.template.metadata.name != '' && object.spec.template.spec.x == 1", None),
+            ("object.spec.extra.anything == 1", Some("'x' + object.metadata.nme")),
+            ("object.spec.port.x == 1 || object.spec.since.y == 1 || object.spec.labels.z == 'a'", None),
+        ]),
+    );
+    let _policy = Cleanup::apply("validatingadmissionpolicy", name, &yaml);
+    let theirs = api_server_warnings(name).await;
+    assert!(theirs.len() >= 4, "the API server warns of the cases: {theirs:#?}");
+    let ours = check_warnings(&yaml, &[OsStr::new("--schema"), crd.as_os_str()]);
+    assert_eq!(ours, theirs, "with the CRD");
+    let unchecked = check_warnings(&yaml, &[]);
+    assert!(unchecked.is_empty(), "without the schema, nothing is said: {unchecked:#?}");
 }
 
 /// The schemas `check` and the injector's offline merge read are the

@@ -1,10 +1,12 @@
 //! The part of an OpenAPI v3 schema that server-side apply's merge reads:
 //! object properties, list and map types, list-map keys, patch strategies,
 //! defaults of key fields. The built-in kinds' schemas come with the binary
-//! (`shared/cel/schemas/builtin.json`, written by `scripts/openapi-schemas` from a real
-//! API server); any other kind's come from its API server's
+//! (`shared/cel/schemas/builtin.json`, written by `scripts/openapi-schemas`
+//! from a real API server); any other kind's come from its API server's
 //! `/openapi/v3` document, which has the same shape, or from its
-//! CustomResourceDefinition, read as the API server publishes it.
+//! CustomResourceDefinition, read as the API server publishes it: both
+//! read by `portcullis_cel::types::Schemas`, which the CEL type checker
+//! reads too, and viewed here as the merge reads them.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -66,10 +68,8 @@ pub struct Schemas {
 }
 
 /// The schemas of the built-in kinds that come with the binary.
-pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(Schemas::builtin);
-
-/// Where the API server's OpenAPI puts every object's metadata.
-const OBJECT_META: &str = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+pub static BUILTIN: LazyLock<Schemas> =
+    LazyLock::new(|| Schemas::of(&portcullis_cel::types::BUILTIN).expect("the built-in schemas are the merge's"));
 
 /// How a list's items are merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,81 +101,21 @@ pub enum Shape<'a> {
 }
 
 impl Schemas {
-    /// The built-in kinds' schemas, a copy of their own ([`BUILTIN`] is
-    /// shared) to [`extend`](Self::extend) with other kinds'.
-    pub fn builtin() -> Self {
-        serde_json::from_str(portcullis_cel::types::BUILTIN_SCHEMAS).expect("the built-in schemas are valid JSON")
-    }
-
-    /// Adds `other`'s kinds and schemas; of a name both have, `other`'s.
-    pub fn extend(&mut self, other: Self) {
-        self.kinds.extend(other.kinds);
-        self.schemas.extend(other.schemas);
+    /// The merge's view of `raw` (`portcullis_cel::types::Schemas`: the
+    /// built-in kinds' and those `--schema` added), every schema read.
+    pub fn of(raw: &portcullis_cel::types::Schemas) -> Result<Self, serde_json::Error> {
+        let kinds = raw.kind_names().map(|(gvk, name)| (gvk.to_owned(), name.to_owned())).collect();
+        let mut schemas = HashMap::with_capacity(raw.named().len());
+        for (name, schema) in raw.named() {
+            schemas.insert(name.clone(), Node::deserialize(schema)?);
+        }
+        Ok(Self { kinds, schemas })
     }
 
     /// The schema of objects of `group/version/kind`.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Shape<'_>> {
         let name = self.kinds.get(&format!("{group}/{version}/{kind}"))?;
         self.schemas.get(name).map(|node| Shape::Typed { node, atomic_here: None })
-    }
-
-    /// Reads an API server's `/openapi/v3/<group-version>` document.
-    pub fn from_openapi(document: &Value) -> Result<Self, serde_json::Error> {
-        #[derive(Deserialize)]
-        struct Components {
-            schemas: HashMap<String, Value>,
-        }
-        #[derive(Deserialize)]
-        struct Document {
-            components: Components,
-        }
-        let document = Document::deserialize(document)?;
-        let mut out = Self::default();
-        for (name, raw) in document.components.schemas {
-            for gvk in raw.get("x-kubernetes-group-version-kind").and_then(Value::as_array).into_iter().flatten() {
-                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-                out.kinds.insert(format!("{}/{}/{}", part("group"), part("version"), part("kind")), name.clone());
-            }
-            out.schemas.insert(name, Node::deserialize(raw)?);
-        }
-        Ok(out)
-    }
-
-    /// Adds a CustomResourceDefinition's kind (apiextensions.k8s.io/v1):
-    /// each served version's `openAPIV3Schema`, as the API server publishes
-    /// it in its OpenAPI v3 and merges apply configurations by it:
-    /// `metadata` is ObjectMeta (of this set: the built-in one holds it),
-    /// `apiVersion` and `kind` are strings, at the root and in every
-    /// `x-kubernetes-embedded-resource` that does not declare them.
-    pub fn add_crd(&mut self, crd: &Value) -> Result<(), String> {
-        let text = |pointer: &str| {
-            crd.pointer(pointer)
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("{} is required", pointer[1..].replace('/', ".")))
-        };
-        let (group, kind) = (text("/spec/group")?, text("/spec/names/kind")?);
-        let versions = crd.pointer("/spec/versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
-        let prefix: Vec<&str> = group.split('.').rev().collect();
-        for version in versions {
-            let name = version.get("name").and_then(Value::as_str).ok_or("spec.versions[].name is required")?;
-            if version.get("served") == Some(&Value::Bool(false)) {
-                continue;
-            }
-            let mut schema = version
-                .pointer("/schema/openAPIV3Schema")
-                .cloned()
-                .ok_or_else(|| format!("version {name}: schema.openAPIV3Schema is required"))?;
-            let Some(root) = schema.as_object_mut() else {
-                return Err(format!("version {name}: openAPIV3Schema is not an object"));
-            };
-            object_properties(root, true);
-            embedded_properties(&mut schema);
-            let node = Node::deserialize(&schema).map_err(|e| format!("version {name}: {e}"))?;
-            let schema_name = format!("{}.{name}.{kind}", prefix.join("."));
-            self.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
-            self.schemas.insert(schema_name, node);
-        }
-        Ok(())
     }
 
     /// The node `node` stands for (through `$ref` or a one-element
@@ -279,49 +219,6 @@ impl Shape<'_> {
     }
 }
 
-/// Gives an object's schema `apiVersion` and `kind` (strings) and
-/// `metadata` (ObjectMeta), as the API server does for a custom resource:
-/// replacing what the CRD says at its root (`replace`), adding what an
-/// embedded resource does not declare.
-fn object_properties(node: &mut serde_json::Map<String, Value>, replace: bool) {
-    let properties = node.entry("properties").or_insert_with(|| Value::Object(Default::default()));
-    let Some(properties) = properties.as_object_mut() else { return };
-    let fields = [
-        ("apiVersion", serde_json::json!({"type": "string"})),
-        ("kind", serde_json::json!({"type": "string"})),
-        ("metadata", serde_json::json!({"$ref": OBJECT_META})),
-    ];
-    for (field, schema) in fields {
-        if replace || !properties.contains_key(field) {
-            properties.insert(field.into(), schema);
-        }
-    }
-}
-
-/// [`object_properties`] for every `x-kubernetes-embedded-resource` below
-/// `node`.
-fn embedded_properties(node: &mut Value) {
-    let Some(map) = node.as_object_mut() else { return };
-    if map.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)) {
-        object_properties(map, false);
-    }
-    for key in ["properties", "patternProperties"] {
-        for child in map.get_mut(key).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut()) {
-            embedded_properties(child);
-        }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(child) = map.get_mut(key) {
-            embedded_properties(child);
-        }
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        for child in map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
-            embedded_properties(child);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,8 +259,9 @@ mod tests {
                                      "x-kubernetes-preserve-unknown-fields": true}}}}}}},
                 {"name": "v0", "served": false, "schema": {"openAPIV3Schema": {"type": "object"}}}]}
         });
-        let mut schemas = Schemas::builtin();
-        schemas.add_crd(&crd).unwrap();
+        let mut raw = portcullis_cel::types::Schemas::builtin();
+        raw.add_crd(&crd).unwrap();
+        let schemas = Schemas::of(&raw).unwrap();
         let widget = schemas.kind("example.com", "v1", "Widget").expect("the CRD's kind");
         let spec = schemas.field(widget, "spec").unwrap();
         assert_eq!(schemas.field(spec, "ports").unwrap().list_type(), ListType::Map(vec!["name".into()]));
@@ -380,7 +278,8 @@ mod tests {
         assert_eq!(schemas.field(template_metadata, "finalizers").unwrap().list_type(), ListType::Set);
         assert!(schemas.kind("example.com", "v0", "Widget").is_none(), "a version not served is not published");
 
-        let err = Schemas::builtin().add_crd(&serde_json::json!({"spec": {"group": "example.com"}})).unwrap_err();
+        let crd = serde_json::json!({"spec": {"group": "example.com"}});
+        let err = portcullis_cel::types::Schemas::builtin().add_crd(&crd).unwrap_err();
         assert_eq!(err, "spec.names.kind is required");
     }
 }

@@ -10,17 +10,17 @@
 //!
 //! The schemas are the built-in kinds' of the API groups
 //! [`portcullis_cel::types::BUILTIN`] has (core, apps, batch, networking,
-//! RBAC, policy, autoscaling, storage and a few more); a kind without one is not checked
+//! RBAC, policy, autoscaling, storage and a few more), and those `check
+//! --schema` reads (a CRD, an API server's OpenAPI v3 document); a kind without one is not checked
 //! (the API server would check it with its own schema). Only undefined
 //! fields are found ([`portcullis_cel::typecheck`]).
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
-use portcullis_admission::manifest::plural;
 use portcullis_cel::refusal::type_checked;
 use portcullis_cel::typecheck::Typed;
-use portcullis_cel::types::{BUILTIN, DeclType};
+use portcullis_cel::types::{DeclType, Schemas};
 
 /// The most kinds the API server checks a policy against.
 const MAX_KINDS: usize = 10;
@@ -34,13 +34,13 @@ pub struct ExpressionWarning {
     pub warning: String,
 }
 
-/// What the API server's type checking finds in `policy`, in the order of
-/// its validations.
-pub fn check(policy: &ValidatingAdmissionPolicy) -> Vec<ExpressionWarning> {
+/// What the API server's type checking finds in `policy` with the kinds'
+/// `schemas`, in the order of its validations.
+pub fn check(policy: &ValidatingAdmissionPolicy, schemas: &Schemas) -> Vec<ExpressionWarning> {
     let Some(spec) = &policy.spec else { return Vec::new() };
-    let kinds: Vec<((String, String, String), DeclType)> = kinds_to_check(spec)
+    let kinds: Vec<((String, String, String), DeclType)> = kinds_to_check(spec, schemas)
         .into_iter()
-        .filter_map(|(g, v, k)| Some(((g.clone(), v.clone(), k.clone()), BUILTIN.kind(&g, &v, &k)?)))
+        .filter_map(|(g, v, k)| Some(((g.clone(), v.clone(), k.clone()), schemas.kind(&g, &v, &k)?)))
         .collect();
     if kinds.is_empty() {
         return Vec::new();
@@ -48,7 +48,7 @@ pub fn check(policy: &ValidatingAdmissionPolicy) -> Vec<ExpressionWarning> {
     let params = spec.param_kind.as_ref().and_then(|kind| {
         let api_version = kind.api_version.as_deref()?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        BUILTIN.kind(group, version, kind.kind.as_deref()?)
+        schemas.kind(group, version, kind.kind.as_deref()?)
     });
     let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
     let found = |source: &str| {
@@ -80,13 +80,13 @@ pub fn check(policy: &ValidatingAdmissionPolicy) -> Vec<ExpressionWarning> {
 /// [`check`]'s findings in every policy of a file, as warnings that say
 /// where they are (`ValidatingAdmissionPolicy "p": spec.validations[0].expression:
 /// ...`), in the order of the policies' names.
-pub fn warnings(policies: &[ValidatingAdmissionPolicy]) -> Vec<String> {
+pub fn warnings(policies: &[ValidatingAdmissionPolicy], schemas: &Schemas) -> Vec<String> {
     let mut sorted: Vec<&ValidatingAdmissionPolicy> = policies.iter().collect();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut out = Vec::new();
     for policy in sorted {
         let name = policy.metadata.name.as_deref().unwrap_or_default();
-        for found in check(policy) {
+        for found in check(policy, schemas) {
             out.push(format!(
                 "ValidatingAdmissionPolicy {name:?}: {}: type checking (the API server's status.typeChecking; the \
                  policy runs, and a field that is not there is never set):\n{}",
@@ -102,7 +102,7 @@ pub fn warnings(policies: &[ValidatingAdmissionPolicy]) -> Vec<String> {
 /// each resource rule without a wildcard group or version, each resource
 /// named without a wildcard or a subresource, as its kinds; at most
 /// [`MAX_KINDS`], sorted by group, version and kind.
-fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec) -> Vec<(String, String, String)> {
+fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec, schemas: &Schemas) -> Vec<(String, String, String)> {
     let rules = spec.match_constraints.as_ref().and_then(|m| m.resource_rules.as_ref());
     let mut kinds = BTreeSet::new();
     let mut count = 0;
@@ -121,8 +121,8 @@ fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec) -> Vec<(String, String, 
         for group in &groups {
             for version in &versions {
                 for resource in &resources {
-                    for (g, v, kind) in BUILTIN.kinds() {
-                        if g == group && v == version && plural(kind) == **resource {
+                    for (g, v, kind) in schemas.kinds() {
+                        if g == group && v == version && schemas.resource(g, v, kind) == **resource {
                             kinds.insert((g.to_owned(), v.to_owned(), kind.to_owned()));
                             count += 1;
                             if count == MAX_KINDS {
@@ -139,6 +139,8 @@ fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec) -> Vec<(String, String, 
 
 #[cfg(test)]
 mod tests {
+    use portcullis_cel::types::BUILTIN;
+
     use super::*;
 
     fn policy(yaml: &str) -> ValidatingAdmissionPolicy {
@@ -186,7 +188,7 @@ spec:
                     .join("\n"),
             },
         ];
-        assert_eq!(check(&policy), expected);
+        assert_eq!(check(&policy, &BUILTIN), expected);
     }
 
     #[test]
@@ -206,6 +208,6 @@ spec:
   - expression: "object.spec.replicsa > 1"
 "#,
         );
-        assert_eq!(check(&policy), Vec::new());
+        assert_eq!(check(&policy, &BUILTIN), Vec::new());
     }
 }
