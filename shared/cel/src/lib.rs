@@ -32,6 +32,7 @@ pub mod cost;
 mod declared;
 mod evaluate;
 pub mod json;
+mod output;
 pub mod reads;
 pub mod refusal;
 pub mod typecheck;

@@ -31,12 +31,41 @@ pub struct Declarations<'a> {
     /// variable those before it; `None`: `variables` is not declared (a
     /// match condition).
     pub variables: Option<&'a [&'a str]>,
+    /// What the field must evaluate to.
+    pub returns: Returns,
+}
+
+/// What a field's expression must evaluate to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returns {
+    /// A validation, a match condition: `bool`.
+    Bool,
+    /// A message expression: `string`.
+    String,
+    /// An audit annotation's value: `string` or `null`.
+    StringOrNull,
+    /// A variable: anything.
+    Any,
+}
+
+impl Returns {
+    /// The API server's words when `got` is not what the field takes.
+    fn refuses(self, got: &str) -> Option<String> {
+        let (taken, wanted): (&[&str], &str) = match self {
+            Self::Bool => (&["bool"], "bool"),
+            Self::String => (&["string"], "string"),
+            Self::StringOrNull => (&["string", "null_type"], "one of [string null_type]"),
+            Self::Any => return None,
+        };
+        (!taken.contains(&got)).then(|| format!("must evaluate to {wanted} but got {got}"))
+    }
 }
 
 /// What the API server says of `source` in a validating policy's field
 /// that declares `declarations`, when its compiler refuses it:
-/// `compilation failed: ...`; `None` when it takes it (as far as syntax
-/// and names go).
+/// `compilation failed: ...`, or `must evaluate to bool but got dyn`;
+/// `None` when it takes it (as far as syntax, names, fields and the
+/// certain result types go).
 pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Option<String> {
     let hidden: Vec<&str> = [
         (!declarations.params).then_some("params"),
@@ -64,7 +93,13 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
             undeclared.chain(undefined).collect()
         }
     };
-    printed(source, issues).map(|issues| format!("compilation failed: {issues}"))
+    if let Some(issues) = printed(source, issues) {
+        return Some(format!("compilation failed: {issues}"));
+    }
+    // Compiled: what it evaluates to, where that is certain.
+    let parser = Parser::new().enable_optional_syntax(true);
+    let program = Program::compile_with(parser, source).ok()?;
+    crate::output::output_type(program.expression()).and_then(|got| declarations.returns.refuses(got))
 }
 
 /// What the API server's type checking (`status.typeChecking` of a
@@ -111,7 +146,8 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
 mod tests {
     use super::*;
 
-    const ALL: Declarations<'static> = Declarations { params: true, authorizer: true, variables: Some(&[]) };
+    const ALL: Declarations<'static> =
+        Declarations { params: true, authorizer: true, variables: Some(&[]), returns: Returns::Any };
 
     #[test]
     fn undeclared_names_are_each_said_where_they_are() {
@@ -191,5 +227,30 @@ mod tests {
         assert!(found.starts_with("ERROR: <input>:1:46: undefined field 'imagee'"), "{found}");
         assert!(found.contains("\nERROR: <input>:1:66: undefined field 'limits'"), "{found}");
         assert_eq!(type_checked("object.spec.replicas > 1", typed), None);
+    }
+
+    #[test]
+    fn a_field_that_evaluates_to_the_wrong_type_is_refused_in_the_api_servers_words() {
+        let (bool, string, value) = (
+            Declarations { returns: Returns::Bool, ..ALL },
+            Declarations { returns: Returns::String, ..ALL },
+            Declarations { returns: Returns::StringOrNull, ..ALL },
+        );
+        // kube-apiserver 1.36's words, dry run.
+        let cases = [
+            ("object.spec.paused", bool, Some("must evaluate to bool but got dyn")),
+            ("1", bool, Some("must evaluate to bool but got int")),
+            ("object.metadata.name", string, Some("must evaluate to string but got dyn")),
+            ("request.dryRun", string, Some("must evaluate to string but got bool")),
+            ("1", value, Some("must evaluate to one of [string null_type] but got int")),
+            ("null", value, None),
+            ("'a' + object.metadata.name", string, None),
+            ("object.spec.replicas <= 5", bool, None),
+            ("variables.anything", bool, None),
+        ];
+        for (source, declarations, expected) in cases {
+            let declarations = Declarations { variables: Some(&["anything"]), ..declarations };
+            assert_eq!(compilation_failed(source, declarations).as_deref(), expected, "{source}");
+        }
     }
 }

@@ -325,8 +325,8 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
 /// each error's position, the line and the caret): syntax errors, names
 /// it does not declare (`params` without a `paramKind`, `authorizer` in a
 /// message expression), a match condition and an audit annotation
-/// compiled trimmed, a macro's misuse, and fields the environment types
-/// (`request.uid` is not one).
+/// compiled trimmed, a macro's misuse, fields the environment types
+/// (`request.uid` is not one), and what each field must evaluate to.
 #[test]
 fn compile_errors_are_the_api_servers_word_for_word() {
     let every_field = format!(
@@ -345,9 +345,21 @@ fn compile_errors_are_the_api_servers_word_for_word() {
          || request.options.x == 1 || has(request.userInfo.foo) || size(request.uid) > 0 || request.dryRun.x\"\n  \
          auditAnnotations:\n  - {{key: k, valueExpression: 'string(request.resource.resrc)'}}\n"
     );
+    // What each field must evaluate to: a validation and a match condition
+    // a bool, a message a string, an audit annotation a string or null.
+    let result_types = format!(
+        "{RULES}  matchConditions:\n  - {{name: m1, expression: \"'x'\"}}\n  - {{name: m2, expression: object.spec.paused}}\n  \
+         validations:\n  - {{expression: object.spec.paused, messageExpression: object.metadata.name}}\n  - {{expression: '1', \
+         messageExpression: request.dryRun}}\n  - {{expression: request.name, messageExpression: \"'a' + object.metadata.name\"}}\n  \
+         - {{expression: 'object.spec.replicas + 1', messageExpression: 'size(object.spec)'}}\n  - {{expression: 'has(object.spec) \
+         ? true : object.spec.paused', messageExpression: \"object.metadata.name + 'a'\"}}\n  - {{expression: '[1].all(x, x > 0)'}}\n  \
+         auditAnnotations:\n  - {{key: a, valueExpression: '1'}}\n  - {{key: b, valueExpression: 'null'}}\n  - {{key: c, \
+         valueExpression: object.metadata.name}}\n"
+    );
     let mut specs = vec![
         ("every-field.example.com".to_owned(), every_field),
         ("typed-fields.example.com".to_owned(), typed_fields),
+        ("result-types.example.com".to_owned(), result_types),
     ];
     for (i, expression) in [
         "object.",

@@ -24,7 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicySpec, Validation,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use portcullis_cel::refusal::{Declarations, compilation_failed};
+use portcullis_cel::refusal::{Declarations, Returns, compilation_failed};
 
 use formats::{cel_identifier, dns_subdomain, path_segment, qualified_name};
 use go::{json as go_json, quoted as go_quoted};
@@ -129,7 +129,12 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     // variables everywhere but in a match condition (a variable only
     // those before it).
     let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
-    let all = Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: Some(&variables) };
+    let all = Declarations {
+        params: spec.param_kind.is_some(),
+        authorizer: true,
+        variables: Some(&variables),
+        returns: Returns::Bool,
+    };
     let mut names = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
@@ -160,7 +165,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         if variable.expression.trim().is_empty() {
             errors.required(&format!("{at}.expression"), "expression is not specified");
         } else {
-            let before = Declarations { variables: Some(&variables[..i]), ..all };
+            let before = Declarations { variables: Some(&variables[..i]), returns: Returns::Any, ..all };
             errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, before);
         }
     }
@@ -203,7 +208,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             errors.required(&format!("{at}.valueExpression"), &detail);
         } else {
             // Compiled trimmed, quoted as written.
-            errors.compiles(&format!("{at}.valueExpression"), value, &annotation.value_expression, all);
+            let value_of = Declarations { returns: Returns::StringOrNull, ..all };
+            errors.compiles(&format!("{at}.valueExpression"), value, &annotation.value_expression, value_of);
         }
         if !keys.insert(annotation.key.as_str()) {
             errors.push(&format!("{at}.key"), format!("Duplicate value: {}", go_quoted(&annotation.key)));
@@ -288,7 +294,7 @@ impl Errors {
         if !message_expression.is_empty() && message_expression.trim().is_empty() {
             self.invalid(&format!("{at}.messageExpression"), message_expression, "must be non-empty if specified");
         } else if !message_expression.is_empty() {
-            let declarations = Declarations { authorizer: false, ..declarations };
+            let declarations = Declarations { authorizer: false, returns: Returns::String, ..declarations };
             self.compiles(&format!("{at}.messageExpression"), message_expression, message_expression, declarations);
         }
         let message = validation.message.as_deref().unwrap_or_default();
