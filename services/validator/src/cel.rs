@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use portcullis_cel::budget::{Limit, Limits};
 use portcullis_cel::reads::DataReads;
+use portcullis_cel::refusal::Returns;
 use portcullis_cel::{
     Bindings, CompileError, Converted, Environment, Expression, LoadBounds, Scope, Value as Cel, compile_in,
 };
@@ -175,17 +176,26 @@ pub enum CelProblem {
     /// Two audit annotations with one key.
     #[error("key {0:?} is used twice")]
     DuplicateKey(String),
+    /// Evaluates to a type the field does not take, for certain (the API
+    /// server refuses such a policy when it is created).
+    #[error("{0} (as the API server says when it refuses such a policy; `object.spec.paused == true` is a bool)")]
+    Returns(String),
 }
 
 fn compile_named(
     name: &str,
     at: impl FnOnce() -> String,
     source: &str,
+    returns: Returns,
     bounds: LoadBounds,
 ) -> Result<Compiled, CelError> {
+    let refused = |problem| CelError { at: at(), problem };
     match compile_in(Environment::Validation, source, bounds) {
-        Ok(expression) => Ok(Compiled { name: name.to_owned(), expression }),
-        Err(problem) => Err(CelError { at: at(), problem: problem.into() }),
+        Ok(expression) => match expression.evaluates_to().and_then(|got| returns.refuses(got)) {
+            None => Ok(Compiled { name: name.to_owned(), expression }),
+            Some(why) => Err(refused(CelProblem::Returns(why))),
+        },
+        Err(problem) => Err(refused(problem.into())),
     }
 }
 
@@ -201,11 +211,13 @@ impl CelRules {
     ) -> Result<Self, CelError> {
         let match_conditions = match_conditions
             .iter()
-            .map(|c| compile_named(&c.name, || format!("matchConditions {:?}", c.name), &c.expression, bounds))
+            .map(|c| {
+                compile_named(&c.name, || format!("matchConditions {:?}", c.name), &c.expression, Returns::Bool, bounds)
+            })
             .collect::<Result<_, _>>()?;
         let variables = variables
             .iter()
-            .map(|v| compile_named(&v.name, || format!("variables {:?}", v.name), &v.expression, bounds))
+            .map(|v| compile_named(&v.name, || format!("variables {:?}", v.name), &v.expression, Returns::Any, bounds))
             .collect::<Result<_, _>>()?;
         let validations = validations
             .iter()
@@ -214,10 +226,19 @@ impl CelRules {
                 let message_expression = v
                     .message_expression
                     .as_deref()
-                    .map(|m| compile_named("", || format!("validations[{i}].messageExpression"), m, bounds))
+                    .map(|m| {
+                        let at = || format!("validations[{i}].messageExpression");
+                        compile_named("", at, m, Returns::String, bounds)
+                    })
                     .transpose()?;
                 Ok(CompiledValidation {
-                    expression: compile_named("", || format!("validations[{i}]"), &v.expression, bounds)?,
+                    expression: compile_named(
+                        "",
+                        || format!("validations[{i}]"),
+                        &v.expression,
+                        Returns::Bool,
+                        bounds,
+                    )?,
                     message: v.message.clone(),
                     message_expression,
                     reason: v.reason.unwrap_or_default(),
@@ -238,7 +259,8 @@ impl CelRules {
                 if !keys.insert(a.key.as_str()) {
                     return Err(CelError { at: at(), problem: CelProblem::DuplicateKey(a.key.clone()) });
                 }
-                let value = compile_named("", || format!("{}.valueExpression", at()), &a.value_expression, bounds)?;
+                let value_at = || format!("{}.valueExpression", at());
+                let value = compile_named("", value_at, &a.value_expression, Returns::StringOrNull, bounds)?;
                 Ok((a.key.clone(), value))
             })
             .collect::<Result<_, CelError>>()?;

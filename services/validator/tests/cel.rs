@@ -304,6 +304,31 @@ fn variables_portcullis_does_not_bind_are_refused_at_load() {
     assert!(refused.contains("uses `authorizer`, which Portcullis does not provide"), "{refused}");
 }
 
+/// What the API server refuses when a policy is created, a ValidatorPolicy
+/// is refused at load for too: a field of `request` it does not have, a
+/// validation that is not a bool, a message that is not a string.
+#[test]
+fn fields_and_result_types_the_api_server_refuses_are_refused_at_load() {
+    let policy = |validation: &str| {
+        format!(
+            "apiVersion: portcullis.dev/v1alpha1\nkind: ValidatorPolicy\nmetadata: {{name: p}}\nspec:\n  validations:\n    - {validation}\n"
+        )
+    };
+    let cases = [
+        ("expression: 'size(request.uid) > 0'", "undefined field 'uid'"),
+        ("expression: object.spec.paused", "validations[0]: must evaluate to bool but got dyn"),
+        (
+            "{expression: 'true', messageExpression: object.metadata.name}",
+            "validations[0].messageExpression: must evaluate to string but got dyn",
+        ),
+    ];
+    for (validation, expected) in cases {
+        let refused = support::policies_with_cost_limit(&policy(validation), u64::MAX).unwrap_err();
+        assert!(refused.contains(expected), "{validation}: {refused}");
+    }
+    assert!(support::policies_with_cost_limit(&policy("expression: object.spec.paused == true"), u64::MAX).is_ok());
+}
+
 /// `namespaceObject` is the object's namespace, `null` for a cluster-scoped
 /// object and for a Namespace itself; an unknown namespace fails the
 /// policies that read it, and only those.

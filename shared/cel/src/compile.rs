@@ -56,6 +56,14 @@ impl Expression {
         self.variables.as_deref()
     }
 
+    /// The type it evaluates to, as cel-go names it (`bool`, `dyn`), where
+    /// that is certain in Kubernetes' environment (`object.x` is `dyn`,
+    /// `object.x == 1` a `bool`); `None` where it is not (a function's
+    /// result, a variable's value).
+    pub fn evaluates_to(&self) -> Option<&'static str> {
+        crate::output::output_type(self.program.expression())
+    }
+
     /// Whether the expression reads `variable` (`params`, `variables`...).
     pub fn reads(&self, variable: &str) -> bool {
         self.program.references().has_variable(variable)

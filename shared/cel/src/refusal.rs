@@ -49,8 +49,9 @@ pub enum Returns {
 }
 
 impl Returns {
-    /// The API server's words when `got` is not what the field takes.
-    fn refuses(self, got: &str) -> Option<String> {
+    /// The API server's words when `got` (a type, as cel-go names it) is
+    /// not what the field takes: `must evaluate to bool but got dyn`.
+    pub fn refuses(self, got: &str) -> Option<String> {
         let (taken, wanted): (&[&str], &str) = match self {
             Self::Bool => (&["bool"], "bool"),
             Self::String => (&["string"], "string"),
