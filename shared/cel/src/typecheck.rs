@@ -17,7 +17,7 @@
 //! value, which the API server types `dyn` too) is never checked, so
 //! where in doubt nothing is said.
 
-use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::types::{DeclType, INDEX, KEY, NAMESPACE, REQUEST};
 
@@ -58,6 +58,38 @@ enum Ty<'t> {
 }
 
 impl<'t> Ty<'t> {
+    /// Whether `key` (typed `key_type` by the walk) indexes this for
+    /// certain: a list by an int, a map by a string, or a key whose type
+    /// the walk does not know (`dyn` is taken).
+    fn takes_key(&self, key: &IdedExpr, key_type: &Ty<'_>) -> bool {
+        let wanted = match self {
+            Self::Of(DeclType::List(_)) | Self::ListOf(_) => "int",
+            Self::Of(DeclType::Map(_)) => "string",
+            _ => return true,
+        };
+        match (&key.expr, key_type) {
+            (Expr::Literal(LiteralValue::Int(_)), _) => wanted == "int",
+            (Expr::Literal(LiteralValue::String(_)), _) => wanted == "string",
+            (Expr::Literal(_), _) => false,
+            (_, Ty::Of(DeclType::Scalar(name))) => *name == wanted,
+            (_, Ty::Dyn) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether `value` (typed `value_type`) is certainly of this type: the
+    /// same schema type, an empty list or map literal for a list or a map,
+    /// `null` for an object.
+    fn holds(&self, value: &IdedExpr, value_type: &Ty<'_>) -> bool {
+        match (self, &value.expr, value_type) {
+            (Self::Of(DeclType::List(_)), Expr::List(list), _) => list.elements.is_empty(),
+            (Self::Of(DeclType::Map(_)), Expr::Map(map), _) => map.entries.is_empty(),
+            (Self::Of(DeclType::Object(_)), Expr::Literal(LiteralValue::Null), _) => true,
+            (Self::Of(mine), _, Ty::Of(theirs)) => std::ptr::eq(*mine, *theirs),
+            _ => false,
+        }
+    }
+
     /// The type of a list's items, or of a map's values when `values`.
     fn items(&self, values: bool) -> Ty<'t> {
         match self {
@@ -169,25 +201,33 @@ impl<'t, 'e> Walk<'t, 'e> {
             ("_?._", None, [operand, IdedExpr { expr: Expr::Literal(field), .. }]) => {
                 let operand = self.expr(operand);
                 match field {
-                    cel::common::ast::LiteralValue::String(field) => self.field(expr.id, operand, field, true),
+                    LiteralValue::String(field) => self.field(expr.id, operand, field, true),
                     _ => Ty::Dyn,
                 }
             }
             ("_[_]" | "_[?_]", None, [operand, index]) => {
                 let operand = self.expr(operand);
-                self.expr(index);
+                let key = self.expr(index);
                 let optional = call.func_name == "_[?_]";
-                match operand {
-                    Ty::Optional(inner) => Ty::Optional(Box::new(inner.items(true))),
-                    t if optional => Ty::Optional(Box::new(t.items(true))),
-                    t => t.items(true),
+                let (target, wrapped) = match operand {
+                    Ty::Optional(inner) => (*inner, true),
+                    other => (other, optional),
+                };
+                // A key of the wrong kind picks no overload: cel-go says
+                // so, and nothing after it.
+                if !target.takes_key(index, &key) {
+                    return Ty::Dyn;
                 }
+                let items = target.items(true);
+                if wrapped { Ty::Optional(Box::new(items)) } else { items }
             }
-            ("orValue" | "value", Some(Ty::Optional(inner)), args) => {
-                for arg in args {
-                    self.expr(arg);
-                }
-                *inner
+            ("value", Some(Ty::Optional(inner)), []) => *inner,
+            // `orValue(x)` is the optional's type where `x` is of it for
+            // certain (the same type, or an empty literal of its kind);
+            // another `x` makes it `dyn`, or picks no overload.
+            ("orValue", Some(Ty::Optional(inner)), [fallback]) => {
+                let other = self.expr(fallback);
+                if inner.holds(fallback, &other) { *inner } else { Ty::Dyn }
             }
             ("_+_", None, [accumulator @ IdedExpr { expr: Expr::Ident(name), .. }, appended]) => {
                 self.expr(accumulator);
@@ -300,6 +340,19 @@ mod tests {
         let keys = "request.userInfo.extra.all(k, k.x) && request.userInfo.groups.all(i, g, i.y && g.z)";
         let scalar = |t: &str| format!("type '{t}' does not support field selection");
         assert_eq!(undefined(keys, typed), [scalar("string"), scalar("int"), scalar("string")]);
+        // Found by a second read against kube-apiserver 1.36: where cel-go
+        // picks no overload (or the result is `dyn`), nothing is said of
+        // what follows.
+        for source in [
+            "request.?userInfo.orValue(object).usrname == ''",
+            "request.userInfo.groups['a'].x == ''",
+            "request.userInfo.extra[0].x == ''",
+            "request.?userInfo.?groups.orValue(object.g).all(s, s.z)",
+        ] {
+            assert!(undefined(source, typed).is_empty(), "{source}");
+        }
+        let taken = "request.?userInfo.orValue(null).usrname == '' && request.userInfo.groups[0].x == ''";
+        assert_eq!(undefined(taken, typed), ["usrname", scalar("string").as_str()]);
         assert_eq!(
             undefined("request.dryRun.x || namespaceObject.metadata.creationTimestamp.y", typed),
             ["type 'bool' does not support field selection", "type 'timestamp' does not support field selection"]

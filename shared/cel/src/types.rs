@@ -161,16 +161,20 @@ pub const RESERVED: [&str; 21] = [
 pub struct Schemas {
     kinds: BTreeMap<String, String>,
     schemas: Map<String, Value>,
-    /// `group/version/Kind` to its resource, where a CRD names it.
-    plurals: BTreeMap<String, String>,
+    /// `group/version/resource` to the kind it serves: every resource of
+    /// the built-in groups (discovery), a CRD's plural, an OpenAPI
+    /// document's kinds by the usual plural.
+    resources: BTreeMap<String, String>,
 }
 
 /// The built-in kinds' schemas ([`BUILTIN_SCHEMAS`]).
 pub static BUILTIN: LazyLock<Schemas> = LazyLock::new(|| {
     let document: Value = serde_json::from_str(BUILTIN_SCHEMAS).unwrap_or_default();
     let part = |key: &str| document.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
-    let kinds = part("kinds").into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_owned()))).collect();
-    Schemas { kinds, schemas: part("schemas"), plurals: BTreeMap::new() }
+    let strings = |key: &str| -> BTreeMap<String, String> {
+        part(key).into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_owned()))).collect()
+    };
+    Schemas { kinds: strings("kinds"), schemas: part("schemas"), resources: strings("resources") }
 });
 
 /// Where the API server's OpenAPI puts every object's metadata.
@@ -217,8 +221,14 @@ impl Schemas {
                     let kinds = schema.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
                     for gvk in kinds.into_iter().flatten() {
                         let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-                        self.kinds
-                            .insert(format!("{}/{}/{}", part("group"), part("version"), part("kind")), name.clone());
+                        let (group, version, kind) = (part("group"), part("version"), part("kind"));
+                        // The document does not name resources: the usual
+                        // plural, unless the kind is served already.
+                        let resource = format!("{group}/{version}/{}", portcullis_admission::manifest::plural(&kind));
+                        if !self.resources.values().any(|k| *k == kind) {
+                            self.resources.entry(resource).or_insert_with(|| kind.clone());
+                        }
+                        self.kinds.insert(format!("{group}/{version}/{kind}"), name.clone());
                     }
                     self.schemas.insert(name.clone(), schema.clone());
                 }
@@ -244,7 +254,9 @@ impl Schemas {
                 .ok_or_else(|| format!("{} is required", pointer[1..].replace('/', ".")))
         };
         let (group, kind) = (text("/spec/group")?, text("/spec/names/kind")?);
-        let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str);
+        // The API server requires a plural; without one, the usual.
+        let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).map(str::to_owned);
+        let plural = plural.unwrap_or_else(|| portcullis_admission::manifest::plural(kind));
         let versions = crd.pointer("/spec/versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
         let prefix: Vec<&str> = group.split('.').rev().collect();
         for version in versions {
@@ -264,19 +276,26 @@ impl Schemas {
             let schema_name = format!("{}.{name}.{kind}", prefix.join("."));
             self.kinds.insert(format!("{group}/{name}/{kind}"), schema_name.clone());
             self.schemas.insert(schema_name, schema);
-            if let Some(plural) = plural {
-                self.plurals.insert(format!("{group}/{name}/{kind}"), plural.to_owned());
-            }
+            self.resources.insert(format!("{group}/{name}/{plural}"), kind.to_owned());
         }
         Ok(())
     }
 
-    /// The resource of `group/version/kind`: as its CRD names it, else as
-    /// the API server names the built-in kinds
-    /// ([`portcullis_admission::manifest::plural`]).
-    pub fn resource(&self, group: &str, version: &str, kind: &str) -> String {
-        let named = self.plurals.get(&format!("{group}/{version}/{kind}"));
-        named.cloned().unwrap_or_else(|| portcullis_admission::manifest::plural(kind))
+    /// The kinds served as `resource` of `group/version`, as the API
+    /// server's RESTMapper finds them (`KindsFor`): an empty `group` is
+    /// any group, the name is taken in lower case, plural or singular.
+    pub fn kinds_for(&self, group: &str, version: &str, resource: &str) -> Vec<(&str, &str, &str)> {
+        let resource = resource.to_lowercase();
+        let mut found = Vec::new();
+        for (key, kind) in &self.resources {
+            let mut parts = key.splitn(3, '/');
+            let (Some(g), Some(v), Some(r)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            let named = r == resource || kind.to_lowercase() == resource;
+            if (group.is_empty() || g == group) && v == version && named {
+                found.push((g, v, kind.as_str()));
+            }
+        }
+        found
     }
 
     /// Every kind these schemas have, as `(group, version, kind)`.

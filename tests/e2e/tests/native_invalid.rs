@@ -232,7 +232,8 @@ fn a_valid_pair_is_taken_by_both() {
             "valid.example.com",
             &format!(
                 "{RULES}  matchConditions:\n  - {{name: example.com/Has-Replicas_1, expression: 'has(object.spec.replicas)'}}\n  \
-                 variables:\n  - {{name: _max, expression: '5'}}\n  validations:\n  - {{expression: 'object.spec.replicas <= variables._max', \
+                 variables:\n  - {{name: _max, expression: '5'}}\n  validations:\n  - {{expression: \"request.?userInfo.orValue(object).usrname \
+                 == ''\"}}\n  - {{expression: 'object.spec.replicas <= variables._max', \
                  message: \"  at most five\\n\", reason: RequestEntityTooLarge}}\n  auditAnnotations:\n  \
                  - {{key: Replicas_2, valueExpression: 'string(object.spec.replicas)'}}\n"
             )
@@ -373,6 +374,8 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         "math.greatest(1, 2) == 2 && base64.encode(b'a') == ''",
         "object.spec.replicas <= 5 &&\n  objet.spec.paused",
         "foo.optMap(x, x).hasValue() && foo.size() > 0",
+        // A policy without variables has no `variables`.
+        "variables.x == 1",
         "object.spec.template.spec.containers.sortBy(1, 1).size() > 0",
     ]
     .iter()

@@ -150,6 +150,17 @@ fn policies() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "typecheck-mapper.example.com",
+            policy(
+                "typecheck-mapper.example.com",
+                &[
+                    "{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [deployment, Jobs]}",
+                    "{apiGroups: [policy], apiVersions: [v1], operations: [CREATE], resources: [evictions, poddisruptionbudgets]}",
+                ],
+                &validations(&[("object.spec.replicsa > 1", None)]),
+            ),
+        ),
+        (
             "typecheck-wide.example.com",
             policy(
                 "typecheck-wide.example.com",

@@ -132,7 +132,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     let all = Declarations {
         params: spec.param_kind.is_some(),
         authorizer: true,
-        variables: Some(&variables),
+        // A policy without variables is compiled without `variables`.
+        variables: (!variables.is_empty()).then_some(variables.as_slice()),
         returns: Returns::Bool,
     };
     let mut names = BTreeSet::new();

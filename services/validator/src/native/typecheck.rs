@@ -100,12 +100,13 @@ pub fn warnings(policies: &[ValidatingAdmissionPolicy], schemas: &Schemas) -> Ve
 
 /// The kinds the API server checks `spec` against (`typesToCheck`): of
 /// each resource rule without a wildcard group or version, each resource
-/// named without a wildcard or a subresource, as its kinds; at most
-/// [`MAX_KINDS`], sorted by group, version and kind.
+/// named without a wildcard or a subresource, as the kinds the RESTMapper
+/// finds for it ([`Schemas::kinds_for`]), kinds without a schema counted
+/// too; once a rule has given [`MAX_KINDS`], those found so far. Sorted by
+/// group, version and kind.
 fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec, schemas: &Schemas) -> Vec<(String, String, String)> {
     let rules = spec.match_constraints.as_ref().and_then(|m| m.resource_rules.as_ref());
     let mut kinds = BTreeSet::new();
-    let mut count = 0;
     for rule in rules.into_iter().flatten() {
         let names = |list: &Option<Vec<String>>| -> Option<Vec<String>> {
             let list = list.as_deref().unwrap_or_default();
@@ -118,16 +119,15 @@ fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec, schemas: &Schemas) -> Ve
         groups.sort();
         versions.sort();
         resources.sort();
+        let mut count = 0;
         for group in &groups {
             for version in &versions {
                 for resource in &resources {
-                    for (g, v, kind) in schemas.kinds() {
-                        if g == group && v == version && schemas.resource(g, v, kind) == **resource {
-                            kinds.insert((g.to_owned(), v.to_owned(), kind.to_owned()));
-                            count += 1;
-                            if count == MAX_KINDS {
-                                return kinds.into_iter().collect();
-                            }
+                    for (g, v, kind) in schemas.kinds_for(group, version, resource) {
+                        kinds.insert((g.to_owned(), v.to_owned(), kind.to_owned()));
+                        count += 1;
+                        if count == MAX_KINDS {
+                            return kinds.into_iter().collect();
                         }
                     }
                 }
@@ -209,5 +209,25 @@ spec:
 "#,
         );
         assert_eq!(check(&policy, &BUILTIN), Vec::new());
+    }
+
+    #[test]
+    fn rules_name_kinds_as_the_api_servers_rest_mapper_finds_them() {
+        let kinds = |rules: &str| {
+            let yaml = format!(
+                "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: k}}\n\
+                 spec:\n  matchConstraints:\n    resourceRules:\n{rules}  validations:\n  - expression: 'true'\n"
+            );
+            let spec = policy(&yaml).spec.expect("a spec");
+            kinds_to_check(&spec, &BUILTIN).into_iter().map(|(g, v, k)| format!("{g}/{v}/{k}")).collect::<Vec<_>>()
+        };
+        // A subresource's kind is not a resource's: only the PDB.
+        let policy_group =
+            "    - {apiGroups: [policy], apiVersions: [v1], resources: [evictions, poddisruptionbudgets]}\n";
+        assert_eq!(kinds(policy_group), ["policy/v1/PodDisruptionBudget"]);
+        // The core group's name is empty, which the RESTMapper takes as any
+        // group; a resource is found by its singular too.
+        let any_group = "    - {apiGroups: [''], apiVersions: [v1], resources: [deployment, Jobs, pods]}\n";
+        assert_eq!(kinds(any_group), ["/v1/Pod", "apps/v1/Deployment", "batch/v1/Job"]);
     }
 }
