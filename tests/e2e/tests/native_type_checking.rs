@@ -267,6 +267,14 @@ async fn a_custom_resources_schema_is_read_from_its_crd() {
         "crd/gizmos.typecheck.portcullis.dev",
         "--timeout=60s",
     ]));
+    // The status controller reads the schema from the API server's
+    // OpenAPI, which publishes a new CRD a moment after it is established.
+    eventually("the API server publishes the Gadget schema", Duration::from_secs(60), || {
+        let out = cluster().kubectl(&["get", "--raw", "/openapi/v3/apis/typecheck.portcullis.dev/v1"]);
+        let document: Value = serde_json::from_slice(&out.stdout).ok()?;
+        document.pointer("/components/schemas/dev.portcullis.typecheck.v1.Gadget").map(drop)
+    })
+    .await;
     let dir = tempfile::tempdir().expect("a test step");
     let crd = dir.path().join("crd.yaml");
     std::fs::write(&crd, GADGET_CRD).expect("a test step");
@@ -283,7 +291,18 @@ async fn a_custom_resources_schema_is_read_from_its_crd() {
         ]),
     );
     let _policy = Cleanup::apply("validatingadmissionpolicy", name, &yaml);
-    let theirs = api_server_warnings(name).await;
+    // The controller manager may check the policy before its discovery
+    // knows the new kind (it then checks nothing): a change of the spec has
+    // it check again, until it does.
+    let mut theirs = api_server_warnings(name).await;
+    for failure_policy in ["Ignore", "Fail"].iter().cycle().take(10) {
+        if !theirs.is_empty() {
+            break;
+        }
+        let changed = yaml.replacen("spec:\n", &format!("spec:\n  failurePolicy: {failure_policy}\n"), 1);
+        ok(cluster().kubectl_stdin(&["apply", "-f", "-"], &changed));
+        theirs = api_server_warnings(name).await;
+    }
     assert!(theirs.len() >= 4, "the API server warns of the cases: {theirs:#?}");
     let ours = check_warnings(&yaml, &[OsStr::new("--schema"), crd.as_os_str()]);
     assert_eq!(ours, theirs, "with the CRD");
