@@ -17,8 +17,7 @@ use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
 /// The type name `expr` evaluates to, as cel-go prints it (`bool`, `int`,
-/// `string`, `dyn`, `null_type`), when it is certain; `scope` are the
-/// comprehension variables and their types so far.
+/// `string`, `dyn`, `null_type`), when it is certain.
 pub(crate) fn output_type(expr: &IdedExpr) -> Option<&'static str> {
     Output { scope: Vec::new() }.of(expr).and_then(Known::name)
 }

@@ -12,6 +12,7 @@
 //! says afterwards, with `object` and `params` typed by their schemas.
 
 use cel::Program;
+use cel::common::ast::SourceInfo;
 use cel::parser::Parser;
 
 use crate::compile::Environment;
@@ -77,30 +78,37 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
     .flatten()
     .collect();
     let parser = Parser::new().enable_optional_syntax(true);
-    let issues: Vec<(isize, isize, String)> = match Program::compile_with_info(parser, source) {
-        Err(errors) => errors.errors.into_iter().map(|e| (e.pos.0, e.pos.1, e.msg)).collect(),
-        Ok((program, info)) => {
-            let at = |id| info.pos_for(id).unwrap_or((1, 1));
-            let undeclared =
-                find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(|(id, undeclared)| {
-                    let (line, column) = at(id);
-                    (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
-                });
-            let typed = Typed { variables: declarations.variables, ..Typed::default() };
-            let undefined = field_errors(program.expression(), typed).into_iter().map(|(id, message)| {
-                let (line, column) = at(id);
-                (line, column, message)
-            });
-            undeclared.chain(undefined).collect()
+    let (program, info) = match Program::compile_with_info(parser, source) {
+        Ok(compiled) => compiled,
+        Err(errors) => {
+            let issues = errors.errors.into_iter().map(|e| (e.pos.0, e.pos.1, e.msg)).collect();
+            return printed(source, issues).map(|issues| format!("compilation failed: {issues}"));
         }
     };
+    let at = |id| info.pos_for(id).unwrap_or((1, 1));
+    let undeclared =
+        find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(|(id, undeclared)| {
+            let (line, column) = at(id);
+            (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
+        });
+    let typed = Typed { variables: declarations.variables, ..Typed::default() };
+    let issues = undeclared.chain(field_issues(&program, &info, typed)).collect();
     if let Some(issues) = printed(source, issues) {
         return Some(format!("compilation failed: {issues}"));
     }
     // Compiled: what it evaluates to, where that is certain.
-    let parser = Parser::new().enable_optional_syntax(true);
-    let program = Program::compile_with(parser, source).ok()?;
     crate::output::output_type(program.expression()).and_then(|got| declarations.returns.refuses(got))
+}
+
+/// The field errors of `program` with `typed`, at their positions.
+fn field_issues(program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(isize, isize, String)> {
+    let found = field_errors(program.expression(), typed).into_iter();
+    found
+        .map(|(id, message)| {
+            let (line, column) = info.pos_for(id).unwrap_or((1, 1));
+            (line, column, message)
+        })
+        .collect()
 }
 
 /// What the API server's type checking (`status.typeChecking` of a
@@ -112,11 +120,7 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
 pub fn type_checked(source: &str, typed: Typed<'_>) -> Option<String> {
     let parser = Parser::new().enable_optional_syntax(true);
     let (program, info) = Program::compile_with_info(parser, source).ok()?;
-    let issues = field_errors(program.expression(), typed).into_iter().map(|(id, message)| {
-        let (line, column) = info.pos_for(id).unwrap_or((1, 1));
-        (line, column, message)
-    });
-    printed(source, issues.collect())
+    printed(source, field_issues(&program, &info, typed))
 }
 
 /// Issues in the order of their positions, as cel-go prints them; `None`

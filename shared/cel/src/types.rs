@@ -298,14 +298,6 @@ impl Schemas {
         found
     }
 
-    /// Every kind these schemas have, as `(group, version, kind)`.
-    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str, &str)> {
-        self.kinds.keys().filter_map(|gvk| {
-            let mut parts = gvk.splitn(3, '/');
-            Some((parts.next()?, parts.next()?, parts.next()?))
-        })
-    }
-
     /// The type of objects of `group/version/kind`, `None` when its schema
     /// is not here (the API server then checks nothing for it).
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<DeclType> {

@@ -41,3 +41,29 @@ impl Drop for Cleanup {
         }
     }
 }
+
+/// Applies the CustomResourceDefinition `name` (`manifest`), waits until
+/// it is established and the API server publishes `schema` (its kind's
+/// schema name) in the OpenAPI v3 document of `group_version`, and
+/// returns its cleanup with that document: a new CRD's schema is
+/// published a moment after it is established, and what reads it (the
+/// type checker, `--schema` files) needs it there.
+pub async fn install_crd(
+    name: &str,
+    manifest: &str,
+    group_version: &str,
+    schema: &str,
+) -> (Cleanup, serde_json::Value) {
+    let crd = Cleanup::apply("crd", name, manifest);
+    crate::ok(cluster().kubectl(&["wait", "--for=condition=Established", &format!("crd/{name}"), "--timeout=60s"]));
+    let what = format!("the API server publishes {schema}");
+    let path = format!("/openapi/v3/apis/{group_version}");
+    let pointer = format!("/components/schemas/{schema}");
+    let document = crate::eventually(&what, std::time::Duration::from_secs(60), || {
+        let out = cluster().kubectl(&["get", "--raw", &path]);
+        let document: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        document.pointer(&pointer).is_some().then_some(document)
+    })
+    .await;
+    (crd, document)
+}

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use portcullis_e2e::cleanup::Cleanup;
+use portcullis_e2e::cleanup::{Cleanup, install_crd};
 use portcullis_e2e::webhook::namespace;
 use portcullis_e2e::{binaries, cluster, eventually, ok, stored_dry_run, unique};
 use serde_json::{Value, json};
@@ -504,14 +504,9 @@ fn unordered(message: &str) -> String {
 /// OpenAPI v3 document for its group version, once the API server
 /// publishes it.
 async fn widget_schemas(dir: &Path) -> (Cleanup, [PathBuf; 2]) {
-    let crd = Cleanup::apply("crd", "widgets.e2e.portcullis.dev", WIDGET_CRD);
-    ok(cluster().kubectl(&["wait", "--for=condition=Established", "crd/widgets.e2e.portcullis.dev", "--timeout=60s"]));
-    let openapi = eventually("the API server publishes the Widget schema", MINUTE, || {
-        let out = cluster().kubectl(&["get", "--raw", "/openapi/v3/apis/e2e.portcullis.dev/v1"]);
-        let document: Value = serde_json::from_slice(&out.stdout).ok()?;
-        document.pointer("/components/schemas/dev.portcullis.e2e.v1.Widget").is_some().then_some(document)
-    })
-    .await;
+    let (crd, openapi) =
+        install_crd("widgets.e2e.portcullis.dev", WIDGET_CRD, "e2e.portcullis.dev/v1", "dev.portcullis.e2e.v1.Widget")
+            .await;
     let (manifest, document) = (dir.join("widget-crd.yaml"), dir.join("widget-openapi.json"));
     std::fs::write(&manifest, WIDGET_CRD).expect("a test step");
     std::fs::write(&document, openapi.to_string()).expect("a test step");

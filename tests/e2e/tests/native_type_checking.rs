@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::process::Command;
 use std::time::Duration;
 
-use portcullis_e2e::cleanup::Cleanup;
+use portcullis_e2e::cleanup::{Cleanup, install_crd};
 use portcullis_e2e::{check_policies, cluster, eventually, ok, repo};
 use serde_json::Value;
 
@@ -260,21 +260,11 @@ spec:
 /// checks it.
 #[tokio::test]
 async fn a_custom_resources_schema_is_read_from_its_crd() {
-    let _crd = Cleanup::apply("crd", "gizmos.typecheck.portcullis.dev", GADGET_CRD);
-    ok(cluster().kubectl(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/gizmos.typecheck.portcullis.dev",
-        "--timeout=60s",
-    ]));
     // The status controller reads the schema from the API server's
-    // OpenAPI, which publishes a new CRD a moment after it is established.
-    eventually("the API server publishes the Gadget schema", Duration::from_secs(60), || {
-        let out = cluster().kubectl(&["get", "--raw", "/openapi/v3/apis/typecheck.portcullis.dev/v1"]);
-        let document: Value = serde_json::from_slice(&out.stdout).ok()?;
-        document.pointer("/components/schemas/dev.portcullis.typecheck.v1.Gadget").map(drop)
-    })
-    .await;
+    // OpenAPI, once it publishes the new kind.
+    let crd_name = "gizmos.typecheck.portcullis.dev";
+    let (_crd, _) =
+        install_crd(crd_name, GADGET_CRD, "typecheck.portcullis.dev/v1", "dev.portcullis.typecheck.v1.Gadget").await;
     let dir = tempfile::tempdir().expect("a test step");
     let crd = dir.path().join("crd.yaml");
     std::fs::write(&crd, GADGET_CRD).expect("a test step");
