@@ -8,8 +8,11 @@
 //! Only names are checked, not types or a function's overloads: a
 //! variable (`objet` for `object`), a namespace of functions Kubernetes'
 //! environment lacks though the interpreter has them (`math.greatest`,
-//! `base64.encode`, `cel.bind`). Where in doubt a name is taken: types
-//! usable as values, and every namespace Kubernetes declares functions in.
+//! `base64.encode`, `cel.bind`), a function no library declares
+//! (`l.foo(1)`), or a macro's name called with the wrong count of
+//! arguments (`l.all(x)`, `l.existsOne(x, p)`). Where in doubt a name is
+//! taken: types usable as values, every namespace Kubernetes declares
+//! functions in, and every function the interpreter has.
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
@@ -54,6 +57,58 @@ const TYPES: [&str; 19] = [
 /// `strings.quote(s)`, `format.dns1123Label()`, `ip.isCanonical(s)`, and
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
+
+/// Functions Kubernetes' CEL declares that the interpreter does not
+/// register by name (it evaluates them itself, or they are the
+/// authorizer's, which Portcullis refuses with its own words).
+const UNREGISTERED: [&str; 18] = [
+    "allowed",
+    "bool",
+    "check",
+    "dyn",
+    "error",
+    "errored",
+    "fieldSelector",
+    "group",
+    "labelSelector",
+    "name",
+    "namespace",
+    "path",
+    "reason",
+    "requestResource",
+    "resource",
+    "serviceAccount",
+    "subresource",
+    "type",
+];
+
+/// The macros of Kubernetes' CEL: a call by one of these names is left
+/// only where its arguments are not the macro's (`l.all(x)`), and cel-go
+/// then finds no function of that name, even where the interpreter has
+/// one. `existsOne` is a macro with two variables only.
+const MACROS: [&str; 13] = [
+    "all",
+    "exists",
+    "existsOne",
+    "exists_one",
+    "filter",
+    "has",
+    "map",
+    "optFlatMap",
+    "optMap",
+    "sortBy",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+];
+
+/// Whether a call of `name` (not in a namespace) finds no function in
+/// Kubernetes' CEL. Operators and the functions only macros' expansions
+/// call (`_+_`, `@in`, `cel.@mapInsert`) are always found.
+fn undeclared_function(name: &str) -> bool {
+    let internal = name.starts_with(['_', '@', '!', '-']) || name.contains('@');
+    !internal && (MACROS.contains(&name) || !(crate::evaluate::has_function(name) || UNREGISTERED.contains(&name)))
+}
 
 /// What [`find`] and [`find_all`] find.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,8 +184,17 @@ impl<'a> Walk<'a, '_> {
                     }
                     // A namespace Kubernetes declares functions in.
                     Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {}
-                    Some(target) => self.expr(target),
-                    None => {}
+                    // A function no library declares, or a macro's name
+                    // with other arguments: at the call's parenthesis,
+                    // before its arguments.
+                    target => {
+                        if let Some(target) = target {
+                            self.expr(target);
+                        }
+                        if undeclared_function(&call.func_name) {
+                            self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
+                        }
+                    }
                 }
                 call.args.iter().for_each(|arg| self.expr(arg));
             }
@@ -196,6 +260,10 @@ mod tests {
     #[case::a_loop_variable_out_of_its_loop("object.spec.containers.all(c, c.name != '') && c.image != ''", "c")]
     #[case::in_a_map_literal("{'a': x}.size() == 1", "x")]
     #[case::in_a_loop_range("foo.all(c, c != '')", "foo")]
+    #[case::a_function("[1].foo(1) == 1", "foo")]
+    #[case::a_global_function("bar(1) == 1", "bar")]
+    #[case::a_macro_with_other_arguments("[1].all(true)", "all")]
+    #[case::exists_one_with_one_variable("[1, 2].existsOne(x, x == 1)", "existsOne")]
     fn names_kubernetes_does_not_declare_are_found(#[case] source: &str, #[case] name: &str) {
         assert_eq!(find(source), Some(name.to_owned()), "{source}");
     }

@@ -138,11 +138,11 @@ impl<'e> Output<'e> {
             },
             // Arithmetic and concatenation: the overload a typed operand
             // picks (`'a' + dyn` is a string, `dyn + 1` an int); two `dyn`s
-            // pick none for certain.
+            // match every overload, whose results differ: `dyn`.
             ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", false, [left, right]) => {
                 let (left, right) = (self.of(left).and_then(Known::name), self.of(right).and_then(Known::name));
                 match (left, right) {
-                    (Some("dyn"), Some("dyn")) => None,
+                    (Some("dyn"), Some("dyn")) => Some(DYN),
                     (Some(t @ ("int" | "uint" | "double" | "string" | "bytes")), Some(u)) if u == t || u == "dyn" => {
                         scalar(t)
                     }
@@ -192,6 +192,8 @@ mod tests {
             ("null", Some("null_type")),
             ("object.metadata.labels['a']", Some("dyn")),
             ("namespaceObject.metadata.labels['a']", Some("string")),
+            ("object.metadata.name + object.spec.x", Some("dyn")),
+            ("object.a * object.b", Some("dyn")),
         ];
         for (source, expected) in cases {
             assert_eq!(output(source), expected, "{source}");
@@ -200,7 +202,7 @@ mod tests {
 
     #[test]
     fn what_is_not_certain_is_not_said() {
-        for source in ["variables.s", "[1].map(x, x)", "object.a + object.b", "request.userInfo", "f(1)", "x"] {
+        for source in ["variables.s", "[1].map(x, x)", "variables.a + object.b", "request.userInfo", "f(1)", "x"] {
             assert_eq!(output(source), None, "{source}");
         }
     }

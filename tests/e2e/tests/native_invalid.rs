@@ -286,6 +286,10 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
         ("base64.encode(b'a') == 'YQ=='", "base64"),
         ("cel.bind(r, object.spec.replicas, r <= 5)", "cel"),
         ("object.spec.template.spec.containers.all(c, c.name != '') && c.image != ''", "c"),
+        // A function no library declares; a macro's name with other
+        // arguments (`existsOne` takes two variables).
+        ("object.spec.replicas.foo() == 1", "foo"),
+        ("[1, 2].existsOne(x, x == 1)", "existsOne"),
     ];
     let mut differences = Vec::new();
     for (i, (expression, name)) in refused.iter().enumerate() {
@@ -309,6 +313,28 @@ fn names_kubernetes_does_not_declare_are_refused_by_both() {
         "object.?spec.?replicas.optMap(r, r <= 5).orValue(true)",
         "object.spec.template.metadata.?labels.optFlatMap(l, l.?app).orValue('') != 'x'",
         "object.spec.template.spec.containers.transformMap(i, c, c.name).size() >= 0",
+        // The functions of Kubernetes' libraries, by name (the interpreter
+        // registers every one, or `check` knows it declared).
+        "'a'.lowerAscii().upperAscii().trim().replace('a', 'b').split(',').join('') != '' && 'abc'.indexOf('b') == 1 \
+         && 'abc'.lastIndexOf('b') == 1 && 'abc'.charAt(0) == 'a' && 'abc'.substring(1) == 'bc' && 'a %s'.format(['b']) != '' \
+         && url('https://a:1/p?q=1').getPort() == '1' && url('https://a').getScheme() == 'https' && !isURL('x') \
+         && url('https://a/p').getEscapedPath() == '/p' && url('https://a/?q=1').getQuery().size() == 1 \
+         && url('https://a').getHostname() == url('https://a').getHost() && isQuantity('1') && quantity('1').isInteger() \
+         && quantity('1').add(1).sub(1).asInteger() == 1 && quantity('1').compareTo(quantity('2')) < 0 \
+         && quantity('1').asApproximateFloat() > 0.0 && quantity('1').isLessThan(quantity('2')) \
+         && [1, 2].isSorted() && [1, 2].sum() == 3 && [1, 2].min() == 1 && [1, 2].max() == 2 && [1, 2].indexOf(2) == 1 \
+         && [1].lastIndexOf(1) == 0 && [1].slice(0, 1) == [1] && [[1]].flatten() == [1] && [1, 1].distinct() == [1] \
+         && ['b', 'a'].sort() == ['a', 'b'] && [1, 2].first().hasValue() && [1, 2].last().value() == 2 \
+         && [1, 2].reverse() == [2, 1] && 'a'.find('a') == 'a' && 'a'.findAll('a').size() == 1 && isIP('1.2.3.4') \
+         && ip('1.2.3.4').family() == 4 && !ip('1.2.3.4').isLoopback() && ip('1.2.3.4').isGlobalUnicast() \
+         && !ip('1.2.3.4').isLinkLocalMulticast() && !ip('1.2.3.4').isLinkLocalUnicast() && !isCIDR('x') \
+         && cidr('10.0.0.0/8').containsIP(ip('10.0.0.1')) && cidr('10.0.0.0/8').containsCIDR(cidr('10.1.0.0/16')) \
+         && cidr('10.0.0.0/8').prefixLength() == 8 && !cidr('10.0.0.0/8').ip().isUnspecified() \
+         && cidr('10.0.0.0/8').masked() == cidr('10.0.0.0/8') && isSemver('1.0.0') && semver('1.0.0').major() == 1 \
+         && semver('1.0.0').minor() == semver('1.0.0').patch() && semver('1.0.0').isGreaterThan(semver('0.1.0')) \
+         && duration('1h').getHours() == 1 && timestamp('2020-01-01T00:00:00Z').getFullYear() == 2020 \
+         && timestamp('2020-01-01T00:00:00Z').getDayOfWeek() >= 0 && bool('true') && dyn(1) == int('1') \
+         && uint(1) == 1u && double(1) == 1.0 && bytes('a') == b'a' && type(1) == int",
     ];
     for (i, expression) in taken.iter().enumerate() {
         let yaml = pair(&format!("declared-{i}.example.com"), expression);
@@ -355,7 +381,7 @@ fn compile_errors_are_the_api_servers_word_for_word() {
          - {{expression: 'object.spec.replicas + 1', messageExpression: 'size(object.spec)'}}\n  - {{expression: 'has(object.spec) \
          ? true : object.spec.paused', messageExpression: \"object.metadata.name + 'a'\"}}\n  - {{expression: '[1].all(x, x > 0)'}}\n  \
          auditAnnotations:\n  - {{key: a, valueExpression: '1'}}\n  - {{key: b, valueExpression: 'null'}}\n  - {{key: c, \
-         valueExpression: object.metadata.name}}\n"
+         valueExpression: object.metadata.name}}\n  - {{key: d, valueExpression: 'object.spec.x + object.spec.y'}}\n"
     );
     let mut specs = vec![
         ("every-field.example.com".to_owned(), every_field),
@@ -377,6 +403,9 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         // A policy without variables has no `variables`.
         "variables.x == 1",
         "object.spec.template.spec.containers.sortBy(1, 1).size() > 0",
+        // Functions no library declares, and macros' names with other
+        // arguments: `existsOne` takes two variables.
+        "[1, 2].foo(1) == 1 || bar(object) || [1].all(true) || [1, 2].existsOne(x, x == 1)",
     ]
     .iter()
     .enumerate()

@@ -18,9 +18,10 @@ pub fn find_expander(
         operators::HAS if args.len() == 1 && target.is_none() => Some(has_macro_expander),
         operators::EXISTS if args.len() == 2 && target.is_some() => Some(exists_macro_expander),
         operators::ALL if args.len() == 2 && target.is_some() => Some(all_macro_expander),
-        operators::EXISTS_ONE | "existsOne" if args.len() == 2 && target.is_some() => {
-            Some(exists_one_macro_expander)
-        }
+        // Patch carried by Portcullis: `existsOne` with one variable is
+        // not a macro in Kubernetes' CEL (1.36 refuses `l.existsOne(x, p)`
+        // as an undeclared reference); only `exists_one` is.
+        operators::EXISTS_ONE if args.len() == 2 && target.is_some() => Some(exists_one_macro_expander),
         operators::MAP if (args.len() == 2 || args.len() == 3) && target.is_some() => {
             Some(map_macro_expander)
         }

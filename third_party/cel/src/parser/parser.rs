@@ -1785,31 +1785,10 @@ _&&_(
             },
             TestInfo {
                 i: "m.existsOne(v, f)",
-                p: "__comprehension__(
-// Variable
-v,
-// Target
-m^#1:*expr.Expr_IdentExpr#,
-// Accumulator
-@result,
-// Init
-0^#5:*expr.Constant_Int64Value#,
-// LoopCondition
-true^#6:*expr.Constant_BoolValue#,
-// LoopStep
-_?_:_(
-    f^#4:*expr.Expr_IdentExpr#,
-    _+_(
-        @result^#7:*expr.Expr_IdentExpr#,
-        1^#8:*expr.Constant_Int64Value#
-    )^#9:*expr.Expr_CallExpr#,
-    @result^#10:*expr.Expr_IdentExpr#
-)^#11:*expr.Expr_CallExpr#,
-// Result
-_==_(
-    @result^#12:*expr.Expr_IdentExpr#,
-    1^#13:*expr.Constant_Int64Value#
-)^#14:*expr.Expr_CallExpr#)^#15:*expr.Expr_ComprehensionExpr#",
+                p: "m^#1:*expr.Expr_IdentExpr#.existsOne(
+    v^#3:*expr.Expr_IdentExpr#,
+    f^#4:*expr.Expr_IdentExpr#
+)^#2:*expr.Expr_CallExpr#",
                 e: "",
                 ..Default::default()
             },
