@@ -191,7 +191,7 @@ fn compile_named(
 ) -> Result<Compiled, CelError> {
     let refused = |problem| CelError { at: at(), problem };
     match compile_in(Environment::Validation, source, bounds) {
-        Ok(expression) => match expression.evaluates_to().and_then(|got| returns.refuses(got)) {
+        Ok(expression) => match expression.evaluates_to().and_then(|got| returns.refuses(&got)) {
             None => Ok(Compiled { name: name.to_owned(), expression }),
             Some(why) => Err(refused(CelProblem::Returns(why))),
         },

@@ -60,8 +60,8 @@ impl Expression {
     /// that is certain in Kubernetes' environment (`object.x` is `dyn`,
     /// `object.x == 1` a `bool`); `None` where it is not (a function's
     /// result, a variable's value).
-    pub fn evaluates_to(&self) -> Option<&'static str> {
-        crate::output::output_type(self.program.expression())
+    pub fn evaluates_to(&self) -> Option<String> {
+        crate::output::output_type(self.program.expression(), &[])
     }
 
     /// Whether the expression reads `variable` (`params`, `variables`...).

@@ -8,49 +8,72 @@
 //!
 //! Only what is certain is said: a literal, a read from a `dyn` variable,
 //! comparisons and logic, the conversions (`string(x)`), `size`, the
-//! macros that give a `bool`, and the fields `request` and
-//! `namespaceObject` type as scalars. Anything else (a function's result,
-//! a list, a policy variable's value) is `None`, and never refused here.
+//! macros that give a `bool`, the fields `request` and `namespaceObject`
+//! type (scalars, lists and maps of them), and a policy variable whose
+//! value is one of these. Anything else (a function's result, a list
+//! literal) is `None`, and never refused here.
 
 use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 
+use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
 /// The type name `expr` evaluates to, as cel-go prints it (`bool`, `int`,
-/// `string`, `dyn`, `null_type`), when it is certain.
-pub(crate) fn output_type(expr: &IdedExpr) -> Option<&'static str> {
-    Output { scope: Vec::new() }.of(expr).and_then(Known::name)
+/// `string`, `dyn`, `null_type`, `list(string)`), when it is certain;
+/// `variables` are the policy's variables it sees.
+pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<String> {
+    Output { scope: Vec::new(), variables }.of(expr).and_then(Known::name)
+}
+
+/// The type the API server gives a variable whose expression is `expr`,
+/// where it is certain: the expression's, but `dyn` for an object
+/// (`request.userInfo`); `None` for a list or map of objects.
+pub(crate) fn variable_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<DeclType> {
+    match (Output { scope: Vec::new(), variables }).of(expr)? {
+        Known::Scalar("dyn") | Known::Typed(DeclType::Object(_)) => Some(DeclType::Dyn),
+        Known::Scalar(name) => Some(DeclType::Scalar(name)),
+        Known::Typed(typed) => typed.cel_name().is_some().then(|| typed.clone()),
+    }
 }
 
 /// What is known of a value's type.
 #[derive(Debug, Clone, Copy)]
-enum Known {
+enum Known<'t> {
     /// A scalar, by name.
     Scalar(&'static str),
-    /// A value of one of the environment's object types.
-    Typed(&'static DeclType),
+    /// A value of one of the environment's types, or a variable's.
+    Typed(&'t DeclType),
 }
 
-impl Known {
-    fn name(self) -> Option<&'static str> {
+impl Known<'_> {
+    /// The scalar's name (`dyn` included), `None` for a list or a map.
+    fn scalar(self) -> Option<&'static str> {
         match self {
             Self::Scalar(name) => Some(name),
-            Self::Typed(DeclType::Scalar(name)) => Some(name),
+            Self::Typed(DeclType::Scalar(name)) => Some(*name),
             Self::Typed(DeclType::Dyn) => Some("dyn"),
             Self::Typed(_) => None,
         }
     }
+
+    fn name(self) -> Option<String> {
+        match self {
+            Self::Scalar(name) => Some(name.to_owned()),
+            Self::Typed(typed) => typed.cel_name(),
+        }
+    }
 }
 
-const BOOL: Known = Known::Scalar("bool");
-const DYN: Known = Known::Scalar("dyn");
+const BOOL: Known<'static> = Known::Scalar("bool");
+const DYN: Known<'static> = Known::Scalar("dyn");
 
-struct Output<'e> {
-    scope: Vec<(&'e str, Option<Known>)>,
+struct Output<'e, 't> {
+    scope: Vec<(&'e str, Option<Known<'t>>)>,
+    variables: &'t [Variable<'t>],
 }
 
-impl<'e> Output<'e> {
-    fn of(&mut self, expr: &'e IdedExpr) -> Option<Known> {
+impl<'e, 't> Output<'e, 't> {
+    fn of(&mut self, expr: &'e IdedExpr) -> Option<Known<'t>> {
         match &expr.expr {
             Expr::Literal(literal) => Some(Known::Scalar(match literal {
                 LiteralValue::Boolean(_) => "bool",
@@ -73,8 +96,12 @@ impl<'e> Output<'e> {
                 }
             }
             Expr::Select(select) if select.test => Some(BOOL),
+            Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(v) if v == "variables") => {
+                let variable = self.variables.iter().find(|v| v.name == select.field)?;
+                variable.value.as_ref().map(Known::Typed)
+            }
             Expr::Select(select) => match self.of(&select.operand)? {
-                Known::Scalar("dyn") => Some(DYN),
+                Known::Scalar("dyn") | Known::Typed(DeclType::Dyn) => Some(DYN),
                 Known::Typed(DeclType::Object(fields)) => DeclType::field(fields, &select.field).map(Known::Typed),
                 Known::Typed(DeclType::Map(values)) => Some(Known::Typed(values)),
                 _ => None,
@@ -101,7 +128,7 @@ impl<'e> Output<'e> {
         }
     }
 
-    fn call(&mut self, call: &'e CallExpr) -> Option<Known> {
+    fn call(&mut self, call: &'e CallExpr) -> Option<Known<'t>> {
         let scalar = |name| Some(Known::Scalar(name));
         match (call.func_name.as_str(), call.target.is_some(), call.args.as_slice()) {
             (
@@ -132,7 +159,7 @@ impl<'e> Output<'e> {
                 })
             }
             ("_[_]", false, [operand, _]) => match self.of(operand)? {
-                Known::Scalar("dyn") => Some(DYN),
+                Known::Scalar("dyn") | Known::Typed(DeclType::Dyn) => Some(DYN),
                 Known::Typed(DeclType::Map(values) | DeclType::List(values)) => Some(Known::Typed(values)),
                 _ => None,
             },
@@ -140,7 +167,7 @@ impl<'e> Output<'e> {
             // picks (`'a' + dyn` is a string, `dyn + 1` an int); two `dyn`s
             // match every overload, whose results differ: `dyn`.
             ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", false, [left, right]) => {
-                let (left, right) = (self.of(left).and_then(Known::name), self.of(right).and_then(Known::name));
+                let (left, right) = (self.of(left).and_then(Known::scalar), self.of(right).and_then(Known::scalar));
                 match (left, right) {
                     (Some("dyn"), Some("dyn")) => Some(DYN),
                     (Some(t @ ("int" | "uint" | "double" | "string" | "bytes")), Some(u)) if u == t || u == "dyn" => {
@@ -151,7 +178,7 @@ impl<'e> Output<'e> {
                 }
             }
             ("_?_:_", false, [_, yes, no]) => {
-                match (self.of(yes).and_then(Known::name), self.of(no).and_then(Known::name)) {
+                match (self.of(yes).and_then(Known::scalar), self.of(no).and_then(Known::scalar)) {
                     (Some(a), Some(b)) if a == b => scalar(a),
                     (Some("dyn"), Some(_)) | (Some(_), Some("dyn")) => Some(DYN),
                     _ => None,
@@ -169,9 +196,18 @@ mod tests {
 
     use super::*;
 
-    fn output(source: &str) -> Option<&'static str> {
+    fn output(source: &str) -> Option<String> {
+        output_with(source, &[])
+    }
+
+    fn output_with(source: &str, variables: &[Variable<'_>]) -> Option<String> {
         let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
-        output_type(program.expression())
+        output_type(program.expression(), variables)
+    }
+
+    fn variable(source: &str, variables: &[Variable<'_>]) -> Option<DeclType> {
+        let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
+        variable_type(program.expression(), variables)
     }
 
     #[test]
@@ -194,9 +230,12 @@ mod tests {
             ("namespaceObject.metadata.labels['a']", Some("string")),
             ("object.metadata.name + object.spec.x", Some("dyn")),
             ("object.a * object.b", Some("dyn")),
+            ("namespaceObject.metadata.labels", Some("map(string, string)")),
+            ("request.userInfo.groups", Some("list(string)")),
+            ("request.userInfo.extra", Some("map(string, list(string))")),
         ];
         for (source, expected) in cases {
-            assert_eq!(output(source), expected, "{source}");
+            assert_eq!(output(source).as_deref(), expected, "{source}");
         }
     }
 
@@ -205,5 +244,41 @@ mod tests {
         for source in ["variables.s", "[1].map(x, x)", "variables.a + object.b", "request.userInfo", "f(1)", "x"] {
             assert_eq!(output(source), None, "{source}");
         }
+    }
+
+    #[test]
+    fn a_variable_has_its_expressions_type_and_objects_are_dyn() {
+        // The API server's words for `variables.<name>` in a validation
+        // (kube-apiserver 1.36, dry run): `must evaluate to bool but got
+        // list(string)`.
+        let cases = [
+            ("object.metadata.name", Some("dyn")),
+            ("'a'", Some("string")),
+            ("object.spec.replicas > 1", Some("bool")),
+            ("request", Some("dyn")),
+            ("request.userInfo", Some("dyn")),
+            ("namespaceObject.metadata", Some("dyn")),
+            ("request.name", Some("string")),
+            ("request.userInfo.groups", Some("list(string)")),
+            ("namespaceObject.metadata.labels", Some("map(string, string)")),
+            ("size(object.x)", Some("int")),
+            ("object.spec.replicas > 1 ? 'a' : 'b'", Some("string")),
+            ("[object.x]", None),
+            ("f(1)", None),
+        ];
+        for (source, expected) in cases {
+            let value = variable(source, &[]);
+            assert_eq!(value.as_ref().and_then(DeclType::cel_name).as_deref(), expected, "{source}");
+        }
+        let earlier = [
+            Variable { name: "s", value: variable("'a'", &[]) },
+            Variable { name: "o", value: variable("request.userInfo", &[]) },
+            Variable::untyped("u"),
+        ];
+        assert_eq!(output_with("variables.s", &earlier).as_deref(), Some("string"));
+        assert_eq!(output_with("variables.s + variables.o.x", &earlier).as_deref(), Some("string"));
+        assert_eq!(output_with("variables.o.x", &earlier).as_deref(), Some("dyn"));
+        assert_eq!(output_with("variables.u", &earlier), None);
+        assert_eq!(variable("variables.s + 'b'", &earlier).and_then(|t| t.cel_name()).as_deref(), Some("string"));
     }
 }

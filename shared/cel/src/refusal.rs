@@ -17,7 +17,8 @@ use cel::parser::Parser;
 
 use crate::compile::Environment;
 use crate::declared::find_all;
-use crate::typecheck::{Typed, field_errors};
+use crate::typecheck::{Typed, Variable, field_errors};
+use crate::types::DeclType;
 
 /// Which of Kubernetes' admission variables an expression's field
 /// declares besides `object`, `oldObject`, `request`, `namespaceObject`
@@ -28,10 +29,11 @@ pub struct Declarations<'a> {
     pub params: bool,
     /// `authorizer`: every field but a message expression.
     pub authorizer: bool,
-    /// The policy's variables the field sees: every one, but for a
+    /// The policy's variables the field sees, each with its value's type
+    /// where it is certain ([`variable_type`]): every one, but for a
     /// variable those before it; `None`: `variables` is not declared (a
     /// match condition).
-    pub variables: Option<&'a [&'a str]>,
+    pub variables: Option<&'a [Variable<'a>]>,
     /// What the field must evaluate to.
     pub returns: Returns,
 }
@@ -97,7 +99,18 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
         return Some(format!("compilation failed: {issues}"));
     }
     // Compiled: what it evaluates to, where that is certain.
-    crate::output::output_type(program.expression()).and_then(|got| declarations.returns.refuses(got))
+    let variables = declarations.variables.unwrap_or_default();
+    crate::output::output_type(program.expression(), variables).and_then(|got| declarations.returns.refuses(&got))
+}
+
+/// The type the API server gives a policy's variable whose expression is
+/// `source`, seeing the variables `earlier`, where it is certain: the
+/// expression's type (`string`, `list(string)`), `dyn` for an object
+/// (`request.userInfo`); `None` when it is not certain or `source` does
+/// not compile.
+pub fn variable_type(source: &str, earlier: &[Variable<'_>]) -> Option<DeclType> {
+    let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).ok()?;
+    crate::output::variable_type(program.expression(), earlier)
 }
 
 /// The field errors of `program` with `typed`, at their positions.
@@ -194,7 +207,7 @@ mod tests {
         // --dry-run=server`).
         let source = "request.usrInfo.username == 'a' || namespaceObject.metadata.lables.a == 'b' || variables.nope \
                       == 1 || request.options.x == 1 || has(request.userInfo.foo)";
-        let declared = ["cs"];
+        let declared = [Variable::untyped("cs")];
         let declarations = Declarations { variables: Some(&declared), ..ALL };
         let caret = |column: usize| format!("\n | {source}\n | {}^", ".".repeat(column - 1));
         let expected = format!(
@@ -252,10 +265,23 @@ mod tests {
             ("'a' + object.metadata.name", string, None),
             ("object.spec.replicas <= 5", bool, None),
             ("variables.anything", bool, None),
+            ("variables.name", string, Some("must evaluate to string but got dyn")),
+            ("variables.labels", bool, Some("must evaluate to bool but got map(string, string)")),
+            ("variables.name + variables.labels['a']", string, None),
         ];
+        let mut variables = vec![Variable::untyped("anything")];
+        for (name, source) in [("name", "object.metadata.name"), ("labels", "namespaceObject.metadata.labels")] {
+            let value = variable_type(source, &variables);
+            variables.push(Variable { name, value });
+        }
         for (source, declarations, expected) in cases {
-            let declarations = Declarations { variables: Some(&["anything"]), ..declarations };
+            let declarations = Declarations { variables: Some(&variables), ..declarations };
             assert_eq!(compilation_failed(source, declarations).as_deref(), expected, "{source}");
         }
+        // A variable's value typed by its expression: selecting from a
+        // scalar is refused, as the API server refuses it.
+        let typed = [Variable { name: "s", value: variable_type("'a'", &[]) }];
+        let refused = compilation_failed("variables.s.x == 1", Declarations { variables: Some(&typed), ..ALL });
+        assert!(refused.is_some_and(|m| m.contains("type 'string' does not support field selection")));
     }
 }

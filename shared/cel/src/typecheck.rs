@@ -12,10 +12,11 @@
 //! finds as warnings (`status.typeChecking`): the policy still runs.
 //!
 //! Only fields are checked (undefined, or selected from a scalar), not
-//! overloads (`'a' > 1`): a type the
-//! walk does not follow (a function's result, a literal, a variable's
-//! value, which the API server types `dyn` too) is never checked, so
-//! where in doubt nothing is said.
+//! overloads (`'a' > 1`): a type the walk does not follow (a function's
+//! result, a literal) is never checked, so where in doubt nothing is said.
+//! A variable's value has the type its expression has where that is
+//! certain ([`crate::refusal::variable_type`]), as the API server types
+//! it: `variables.name.x` of `name: "'a'"` selects from a `string`.
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
@@ -28,8 +29,25 @@ pub struct Typed<'t> {
     pub object: Option<&'t DeclType>,
     /// `params`: the `paramKind`'s type (`None`: `dyn`).
     pub params: Option<&'t DeclType>,
-    /// The names `variables` has (`None`: it is not checked).
-    pub variables: Option<&'t [&'t str]>,
+    /// The variables `variables` has (`None`: it is not checked).
+    pub variables: Option<&'t [Variable<'t>]>,
+}
+
+/// One of a policy's variables, as an expression that reads it sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable<'a> {
+    /// Its name: `variables.<name>`.
+    pub name: &'a str,
+    /// The type of its value, where it is certain (`None`: `dyn`, nothing
+    /// read from it is checked).
+    pub value: Option<DeclType>,
+}
+
+impl<'a> Variable<'a> {
+    /// A variable whose value's type is not known.
+    pub fn untyped(name: &'a str) -> Self {
+        Self { name, value: None }
+    }
 }
 
 /// Every field `expr` selects that its operand's type lacks (or selects
@@ -180,9 +198,11 @@ impl<'t, 'e> Walk<'t, 'e> {
             }
             Ty::Of(DeclType::Map(values)) => Ok(Ty::Of(values)),
             Ty::Of(DeclType::Scalar(name)) => Err(format!("type '{name}' does not support field selection")),
-            Ty::Variables if !self.typed.variables.unwrap_or_default().contains(&field) => {
-                Err(format!("undefined field '{field}'"))
-            }
+            Ty::Variables => match self.typed.variables.unwrap_or_default().iter().find(|v| v.name == field) {
+                None => Err(format!("undefined field '{field}'")),
+                Some(Variable { value: Some(value), .. }) => Ok(Ty::Of(value)),
+                Some(_) => Ok(Ty::Dyn),
+            },
             _ => Ok(Ty::Dyn),
         };
         match found {
@@ -334,7 +354,7 @@ mod tests {
         assert!(undefined("object.spec.anything.at.all && params.x && variables.y", typed).is_empty());
         assert!(undefined("[object.spec].all(s, s.foo) && request.options.x == 1", typed).is_empty());
         assert_eq!(undefined("namespaceObject.metadata.lables.a == 'b'", typed), ["lables"]);
-        let declared = ["a"];
+        let declared = [Variable::untyped("a")];
         let typed = Typed { variables: Some(&declared), ..Typed::default() };
         assert_eq!(undefined("variables.a.x == variables.nope", typed), ["nope"]);
         let keys = "request.userInfo.extra.all(k, k.x) && request.userInfo.groups.all(i, g, i.y && g.z)";

@@ -49,6 +49,19 @@ impl DeclType {
         fields.get(name).or_else(|| RESERVED.contains(&name).then(|| fields.get(&format!("__{name}__"))).flatten())
     }
 
+    /// The type as cel-go prints it (`int`, `list(string)`,
+    /// `map(string, int)`), `None` for an object type or a list or map
+    /// of them, whose names Portcullis does not give.
+    pub fn cel_name(&self) -> Option<String> {
+        match self {
+            Self::Dyn => Some("dyn".to_owned()),
+            Self::Scalar(name) => Some((*name).to_owned()),
+            Self::List(items) => Some(format!("list({})", items.cel_name()?)),
+            Self::Map(values) => Some(format!("map(string, {})", values.cel_name()?)),
+            Self::Object(_) => None,
+        }
+    }
+
     fn object<const N: usize>(fields: [(&str, DeclType); N]) -> Self {
         Self::Object(fields.into_iter().map(|(name, t)| (name.to_owned(), t)).collect())
     }

@@ -383,8 +383,23 @@ fn compile_errors_are_the_api_servers_word_for_word() {
          auditAnnotations:\n  - {{key: a, valueExpression: '1'}}\n  - {{key: b, valueExpression: 'null'}}\n  - {{key: c, \
          valueExpression: object.metadata.name}}\n  - {{key: d, valueExpression: 'object.spec.x + object.spec.y'}}\n"
     );
+    // A variable's value has its expression's type (an object's is
+    // `dyn`): what reads it is refused for the result and the field
+    // selections that type refuses.
+    let variable_types = format!(
+        "{RULES}  variables:\n  - {{name: name, expression: object.metadata.name}}\n  - {{name: text, expression: \"'a'\"}}\n  \
+         - {{name: big, expression: 'object.spec.replicas > 1'}}\n  - {{name: user, expression: request.userInfo}}\n  \
+         - {{name: groups, expression: request.userInfo.groups}}\n  - {{name: labels, expression: namespaceObject.metadata.labels}}\n  \
+         - {{name: both, expression: 'variables.text + variables.name'}}\n  validations:\n  \
+         - {{expression: variables.name, messageExpression: variables.name}}\n  \
+         - {{expression: variables.text, messageExpression: variables.big}}\n  \
+         - {{expression: variables.groups, messageExpression: variables.both}}\n  \
+         - {{expression: \"variables.user.x == 1 || variables.text.x == 1 || variables.labels.x == 'a' || variables.big.y\", \
+         messageExpression: variables.labels}}\n  auditAnnotations:\n  - {{key: a, valueExpression: variables.big}}\n"
+    );
     let mut specs = vec![
         ("every-field.example.com".to_owned(), every_field),
+        ("variable-types.example.com".to_owned(), variable_types),
         ("typed-fields.example.com".to_owned(), typed_fields),
         ("result-types.example.com".to_owned(), result_types),
     ];

@@ -24,7 +24,8 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicySpec, Validation,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use portcullis_cel::refusal::{Declarations, Returns, compilation_failed};
+use portcullis_cel::refusal::{Declarations, Returns, compilation_failed, variable_type};
+use portcullis_cel::typecheck::Variable;
 
 use formats::{cel_identifier, dns_subdomain, path_segment, qualified_name};
 use go::{json as go_json, quoted as go_quoted};
@@ -127,8 +128,12 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     // What the expressions may use: `params` only with a `paramKind`,
     // `authorizer` everywhere but in a message expression, and the
     // variables everywhere but in a match condition (a variable only
-    // those before it).
-    let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
+    // those before it), each typed by its expression, in order.
+    let mut variables: Vec<Variable> = Vec::new();
+    for variable in spec.variables.iter().flatten() {
+        let value = variable_type(&variable.expression, &variables);
+        variables.push(Variable { name: &variable.name, value });
+    }
     let all = Declarations {
         params: spec.param_kind.is_some(),
         authorizer: true,

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
 use portcullis_cel::refusal::type_checked;
-use portcullis_cel::typecheck::Typed;
+use portcullis_cel::typecheck::{Typed, Variable};
 use portcullis_cel::types::{DeclType, Schemas};
 
 /// The most kinds the API server checks a policy against.
@@ -50,7 +50,10 @@ pub fn check(policy: &ValidatingAdmissionPolicy, schemas: &Schemas) -> Vec<Expre
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         schemas.kind(group, version, kind.kind.as_deref()?)
     });
-    let variables: Vec<&str> = spec.variables.iter().flatten().map(|v| v.name.as_str()).collect();
+    // The status controller types the variables by the kind's schema,
+    // which Portcullis does not follow through a variable: their values
+    // are not checked here.
+    let variables: Vec<Variable> = spec.variables.iter().flatten().map(|v| Variable::untyped(&v.name)).collect();
     let found = |source: &str| {
         let per_kind: Vec<String> = kinds
             .iter()
