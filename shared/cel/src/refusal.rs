@@ -87,14 +87,13 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
             return printed(source, issues).map(|issues| format!("compilation failed: {issues}"));
         }
     };
-    let at = |id| info.pos_for(id).unwrap_or((1, 1));
     let undeclared =
         find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(|(id, undeclared)| {
-            let (line, column) = at(id);
+            let (line, column) = position(source, &info, id);
             (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
         });
     let typed = Typed { variables: declarations.variables, ..Typed::default() };
-    let issues = undeclared.chain(field_issues(&program, &info, typed)).collect();
+    let issues = undeclared.chain(field_issues(source, &program, &info, typed)).collect();
     if let Some(issues) = printed(source, issues) {
         return Some(format!("compilation failed: {issues}"));
     }
@@ -113,15 +112,27 @@ pub fn variable_type(source: &str, earlier: &[Variable<'_>]) -> Option<DeclType>
     crate::output::variable_type(program.expression(), earlier)
 }
 
-/// The field errors of `program` with `typed`, at their positions.
-fn field_issues(program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(isize, isize, String)> {
+/// The field errors of `program` (compiled from `source`) with `typed`,
+/// at their positions.
+fn field_issues(source: &str, program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(isize, isize, String)> {
     let found = field_errors(program.expression(), typed).into_iter();
     found
         .map(|(id, message)| {
-            let (line, column) = info.pos_for(id).unwrap_or((1, 1));
+            let (line, column) = position(source, info, id);
             (line, column, message)
         })
         .collect()
+}
+
+/// Where node `id` of `source` is, as cel-go counts: its line, and its
+/// column in characters from 1 (the parser's node positions count bytes;
+/// its syntax errors count characters already).
+fn position(source: &str, info: &SourceInfo, id: u64) -> (isize, isize) {
+    let (line, column) = info.pos_for(id).unwrap_or((1, 1));
+    let text = usize::try_from(line - 1).ok().and_then(|l| source.split('\n').nth(l)).unwrap_or_default();
+    let bytes = usize::try_from(column - 1).unwrap_or_default();
+    let characters = text.get(..bytes).and_then(|before| isize::try_from(before.chars().count()).ok());
+    (line, characters.unwrap_or(column - 1) + 1)
 }
 
 /// What the API server's type checking (`status.typeChecking` of a
@@ -133,7 +144,7 @@ fn field_issues(program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(
 pub fn type_checked(source: &str, typed: Typed<'_>) -> Option<String> {
     let parser = Parser::new().enable_optional_syntax(true);
     let (program, info) = Program::compile_with_info(parser, source).ok()?;
-    printed(source, field_issues(&program, &info, typed))
+    printed(source, field_issues(source, &program, &info, typed))
 }
 
 /// Issues in the order of their positions, as cel-go prints them; `None`
@@ -154,7 +165,8 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
     let snippet = usize::try_from(line - 1).ok().and_then(|l| source.split('\n').nth(l));
     if let Some(snippet) = snippet {
         let before = usize::try_from(column - 1).unwrap_or_default();
-        let dots: String = snippet.chars().take(before).map(|_| '.').collect();
+        // cel-go marks each character beyond ASCII with a wide dot.
+        let dots: String = snippet.chars().take(before).map(|c| if c.is_ascii() { '.' } else { '．' }).collect();
         printed.push_str(&format!("\n | {snippet}\n | {dots}^"));
     }
     printed
@@ -178,6 +190,36 @@ mod tests {
                  || baz || foo\n | ..............^"
             )
         );
+    }
+
+    #[test]
+    fn columns_count_characters_and_mark_those_beyond_ascii_wide() {
+        // kube-apiserver 1.36's words, dry run.
+        let cases = [
+            (
+                "'é' == foo",
+                "ERROR: <input>:1:8: undeclared reference to 'foo' (in container '')\n | 'é' == foo\n | .．.....^",
+            ),
+            (
+                "'a😀b' == foo",
+                "ERROR: <input>:1:10: undeclared reference to 'foo' (in container '')\n | 'a😀b' == foo\n | ..．......^",
+            ),
+            (
+                "'é日' == (1",
+                "ERROR: <input>:1:11: Syntax error: missing ')' at '<EOF>'\n | 'é日' == (1\n | .．．.......^",
+            ),
+            (
+                "'é' == request.usr",
+                "ERROR: <input>:1:15: undefined field 'usr'\n | 'é' == request.usr\n | .．............^",
+            ),
+            (
+                "'é' ==\n  '日' == foo",
+                "ERROR: <input>:2:10: undeclared reference to 'foo' (in container '')\n |   '日' == foo\n | ...．.....^",
+            ),
+        ];
+        for (source, expected) in cases {
+            assert_eq!(compilation_failed(source, ALL), Some(format!("compilation failed: {expected}")), "{source}");
+        }
     }
 
     #[test]

@@ -421,6 +421,9 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         // Functions no library declares, and macros' names with other
         // arguments: `existsOne` takes two variables.
         "[1, 2].foo(1) == 1 || bar(object) || [1].all(true) || [1, 2].existsOne(x, x == 1)",
+        // Columns count characters; those beyond ASCII get wide dots.
+        "'é日' == foo || request.usr == '😀'",
+        "'é' == (1",
     ]
     .iter()
     .enumerate()
