@@ -33,6 +33,7 @@ mod declared;
 mod evaluate;
 pub mod json;
 mod output;
+mod overloads;
 pub mod reads;
 pub mod refusal;
 pub mod typecheck;

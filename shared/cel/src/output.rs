@@ -1,20 +1,27 @@
 //! The type of what an expression evaluates to, where cel-go's checker
-//! is certain of it in Kubernetes' admission environment: the API server
-//! refuses a policy whose validation or match condition is not a `bool`,
-//! whose message expression is not a `string`, or whose audit annotation
-//! value is neither a `string` nor `null` (`must evaluate to bool but got
-//! dyn`). `object`, `oldObject` and `params` are `dyn` there, so reading a
-//! field of them is `dyn` too, and so is a `has()` or a comparison `bool`.
+//! is certain of it in Kubernetes' admission environment, and the calls
+//! whose arguments no overload takes ([`crate::overloads`]): the API
+//! server refuses a policy whose validation or match condition is not a
+//! `bool`, whose message expression is not a `string`, or whose audit
+//! annotation value is neither a `string` nor `null` (`must evaluate to
+//! bool but got dyn`), and one that calls an operator or function on
+//! arguments none of its overloads takes (`'a' + 1`). `object`,
+//! `oldObject` and `params` are `dyn` there, so reading a field of them is
+//! `dyn` too, and so is a `has()` or a comparison `bool`.
 //!
-//! Only what is certain is said: a literal, a read from a `dyn` variable,
-//! comparisons and logic, the conversions (`string(x)`), `size`, the
+//! Only what is certain is said: a literal, a list literal of one type, a
+//! read from a `dyn` variable, the standard operators and functions of
+//! the overload table, the conversions (`string(x)`, `timestamp(s)`), the
 //! macros that give a `bool`, the fields `request` and `namespaceObject`
 //! type (scalars, lists and maps of them), and a policy variable whose
-//! value is one of these. Anything else (a function's result, a list
+//! value is one of these. Anything else (another function's result, a map
 //! literal) is `None`, and never refused here.
 
-use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
+use std::borrow::Cow;
 
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
+
+use crate::overloads::{Resolved, resolve};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
@@ -22,60 +29,63 @@ use crate::types::{DeclType, NAMESPACE, REQUEST};
 /// `string`, `dyn`, `null_type`, `list(string)`), when it is certain;
 /// `variables` are the policy's variables it sees.
 pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<String> {
-    Output { scope: Vec::new(), variables }.of(expr).and_then(Known::name)
+    Output::new(variables).of(expr).and_then(|t| t.cel_name())
+}
+
+/// The calls in `expr` whose arguments no overload takes: each node's id
+/// and cel-go's words, in the order of the tree.
+pub(crate) fn overload_errors(expr: &IdedExpr, variables: &[Variable<'_>]) -> Vec<(u64, String)> {
+    let mut output = Output::new(variables);
+    output.of(expr);
+    output.errors
 }
 
 /// The type the API server gives a variable whose expression is `expr`,
 /// where it is certain: the expression's, but `dyn` for an object
 /// (`request.userInfo`); `None` for a list or map of objects.
 pub(crate) fn variable_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<DeclType> {
-    match (Output { scope: Vec::new(), variables }).of(expr)? {
-        Known::Scalar("dyn") | Known::Typed(DeclType::Object(_)) => Some(DeclType::Dyn),
-        Known::Scalar(name) => Some(DeclType::Scalar(name)),
-        Known::Typed(typed) => typed.cel_name().is_some().then(|| typed.clone()),
+    match Output::new(variables).of(expr)? {
+        Cow::Borrowed(DeclType::Object(_)) | Cow::Owned(DeclType::Object(_)) => Some(DeclType::Dyn),
+        typed => typed.cel_name().is_some().then(|| typed.into_owned()),
     }
 }
 
-/// What is known of a value's type.
-#[derive(Debug, Clone, Copy)]
-enum Known<'t> {
-    /// A scalar, by name.
-    Scalar(&'static str),
-    /// A value of one of the environment's types, or a variable's.
-    Typed(&'t DeclType),
-}
+/// A type, when it is certain.
+type Known<'t> = Option<Cow<'t, DeclType>>;
 
-impl Known<'_> {
-    /// The scalar's name (`dyn` included), `None` for a list or a map.
-    fn scalar(self) -> Option<&'static str> {
-        match self {
-            Self::Scalar(name) => Some(name),
-            Self::Typed(DeclType::Scalar(name)) => Some(*name),
-            Self::Typed(DeclType::Dyn) => Some("dyn"),
-            Self::Typed(_) => None,
-        }
-    }
-
-    fn name(self) -> Option<String> {
-        match self {
-            Self::Scalar(name) => Some(name.to_owned()),
-            Self::Typed(typed) => typed.cel_name(),
-        }
+/// What a map's field, or a list's or map's item, is: its values' type;
+/// of a `dyn`, `dyn`; of a scalar nothing certain.
+fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
+    match collection {
+        Cow::Borrowed(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
+        Cow::Owned(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
+        Cow::Borrowed(DeclType::Dyn) | Cow::Owned(DeclType::Dyn) => dyn_(),
+        _ => None,
     }
 }
 
-const BOOL: Known<'static> = Known::Scalar("bool");
-const DYN: Known<'static> = Known::Scalar("dyn");
+fn scalar(name: &'static str) -> Known<'static> {
+    Some(Cow::Owned(DeclType::Scalar(name)))
+}
+
+fn dyn_() -> Known<'static> {
+    Some(Cow::Owned(DeclType::Dyn))
+}
 
 struct Output<'e, 't> {
-    scope: Vec<(&'e str, Option<Known<'t>>)>,
+    scope: Vec<(&'e str, Known<'t>)>,
     variables: &'t [Variable<'t>],
+    errors: Vec<(u64, String)>,
 }
 
 impl<'e, 't> Output<'e, 't> {
-    fn of(&mut self, expr: &'e IdedExpr) -> Option<Known<'t>> {
+    fn new(variables: &'t [Variable<'t>]) -> Self {
+        Self { scope: Vec::new(), variables, errors: Vec::new() }
+    }
+
+    fn of(&mut self, expr: &'e IdedExpr) -> Known<'t> {
         match &expr.expr {
-            Expr::Literal(literal) => Some(Known::Scalar(match literal {
+            Expr::Literal(literal) => scalar(match literal {
                 LiteralValue::Boolean(_) => "bool",
                 LiteralValue::Bytes(_) => "bytes",
                 LiteralValue::Double(_) => "double",
@@ -83,108 +93,161 @@ impl<'e, 't> Output<'e, 't> {
                 LiteralValue::Null => "null_type",
                 LiteralValue::String(_) => "string",
                 LiteralValue::UInt(_) => "uint",
-            })),
+            }),
             Expr::Ident(name) => {
                 if let Some((_, known)) = self.scope.iter().rev().find(|(n, _)| n == name) {
-                    return *known;
+                    return known.clone();
                 }
                 match name.as_str() {
-                    "object" | "oldObject" | "params" => Some(DYN),
-                    "request" => Some(Known::Typed(&REQUEST)),
-                    "namespaceObject" => Some(Known::Typed(&NAMESPACE)),
+                    "object" | "oldObject" | "params" => dyn_(),
+                    "request" => Some(Cow::Borrowed(&*REQUEST)),
+                    "namespaceObject" => Some(Cow::Borrowed(&*NAMESPACE)),
                     _ => None,
                 }
             }
-            Expr::Select(select) if select.test => Some(BOOL),
+            Expr::Select(select) if select.test => {
+                self.of(&select.operand);
+                scalar("bool")
+            }
             Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(v) if v == "variables") => {
                 let variable = self.variables.iter().find(|v| v.name == select.field)?;
-                variable.value.as_ref().map(Known::Typed)
+                variable.value.as_ref().map(Cow::Borrowed)
             }
             Expr::Select(select) => match self.of(&select.operand)? {
-                Known::Scalar("dyn") | Known::Typed(DeclType::Dyn) => Some(DYN),
-                Known::Typed(DeclType::Object(fields)) => DeclType::field(fields, &select.field).map(Known::Typed),
-                Known::Typed(DeclType::Map(values)) => Some(Known::Typed(values)),
-                _ => None,
+                Cow::Borrowed(DeclType::Object(fields)) => DeclType::field(fields, &select.field).map(Cow::Borrowed),
+                Cow::Owned(DeclType::Object(fields)) => {
+                    DeclType::field(&fields, &select.field).cloned().map(Cow::Owned)
+                }
+                operand => items(operand),
             },
-            Expr::Call(call) => self.call(call),
+            Expr::Call(call) => self.call(expr, call),
             Expr::Comprehension(c) => {
                 // all, exists (a bool accumulator) and exists_one (the
                 // result compares): the result with the accumulator's type.
+                self.of(&c.iter_range);
                 let accumulator = match &c.accu_init.expr {
-                    Expr::Literal(LiteralValue::Boolean(_)) => Some(BOOL),
+                    Expr::Literal(LiteralValue::Boolean(_)) => scalar("bool"),
                     _ => None,
                 };
+                self.of(&c.accu_init);
                 let outer = self.scope.len();
                 self.scope.push((c.iter_var.as_str(), None));
                 if let Some(second) = &c.iter_var2 {
                     self.scope.push((second.as_str(), None));
                 }
                 self.scope.push((c.accu_var.as_str(), accumulator));
+                self.of(&c.loop_cond);
+                self.of(&c.loop_step);
                 let result = self.of(&c.result);
                 self.scope.truncate(outer);
                 result
             }
-            Expr::List(_) | Expr::Map(_) | Expr::Struct(_) | Expr::Unspecified => None,
+            Expr::List(list) => {
+                // Items of one certain type (not `dyn`): a list of it.
+                let items: Vec<Known<'t>> = list.elements.iter().map(|e| self.of(e)).collect();
+                let first = items.first().cloned().flatten()?;
+                let one = *first != DeclType::Dyn && items.iter().all(|t| t.as_deref() == Some(&*first));
+                one.then(|| Cow::Owned(DeclType::List(Box::new(first.into_owned()))))
+            }
+            Expr::Map(map) => {
+                // String keys and values of certain types (not `dyn`): a
+                // map of the one type they share, or of `dyn`.
+                let mut values = Vec::new();
+                for entry in &map.entries {
+                    let EntryExpr::MapEntry(entry) = &entry.expr else { return None };
+                    let key = self.of(&entry.key);
+                    values.push(self.of(&entry.value).filter(|_| key.as_deref() == Some(&DeclType::Scalar("string"))));
+                }
+                let values: Vec<Cow<'t, DeclType>> = values.into_iter().collect::<Option<_>>()?;
+                let first = values.first()?;
+                if values.iter().any(|v| **v == DeclType::Dyn) {
+                    return None;
+                }
+                let shared = if values.iter().all(|v| v == first) { first.clone().into_owned() } else { DeclType::Dyn };
+                Some(Cow::Owned(DeclType::Map(Box::new(shared))))
+            }
+            Expr::Struct(structure) => {
+                self.entries(&structure.entries);
+                None
+            }
+            Expr::Unspecified => None,
         }
     }
 
-    fn call(&mut self, call: &'e CallExpr) -> Option<Known<'t>> {
-        let scalar = |name| Some(Known::Scalar(name));
-        match (call.func_name.as_str(), call.target.is_some(), call.args.as_slice()) {
-            (
-                "_==_"
-                | "_!=_"
-                | "_<_"
-                | "_<=_"
-                | "_>_"
-                | "_>=_"
-                | "_&&_"
-                | "_||_"
-                | "!_"
-                | "@in"
-                | "@not_strictly_false",
-                false,
-                _,
-            ) => Some(BOOL),
-            ("startsWith" | "endsWith" | "matches", true, [_]) => Some(BOOL),
-            ("size", _, _) => scalar("int"),
-            ("string" | "int" | "uint" | "double" | "bool" | "bytes", false, [_]) => {
-                scalar(match call.func_name.as_str() {
+    fn entries(&mut self, entries: &'e [IdedEntryExpr]) {
+        for entry in entries {
+            match &entry.expr {
+                EntryExpr::StructField(field) => {
+                    self.of(&field.value);
+                }
+                EntryExpr::MapEntry(entry) => {
+                    self.of(&entry.key);
+                    self.of(&entry.value);
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
+        let target = call.target.as_deref().map(|t| self.of(t));
+        let function = call.func_name.as_str();
+        if let ("_&&_" | "_||_", None) = (function, &target) {
+            // Each side must be a bool: cel-go says so where it is not.
+            for operand in &call.args {
+                if let Some(t) = self.of(operand).filter(|t| !matches!(**t, DeclType::Dyn | DeclType::Scalar("bool"))) {
+                    let found = t.cel_name().unwrap_or_else(|| "dyn".to_owned());
+                    self.errors.push((operand.id, format!("expected type 'bool' but found '{found}'")));
+                }
+            }
+            return scalar("bool");
+        }
+        let args: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
+        match (function, &target, args.as_slice()) {
+            ("_?_:_", None, [_, yes, no]) => {
+                return match (yes.as_deref(), no.as_deref()) {
+                    (Some(a), Some(b)) if a == b => yes.clone(),
+                    (Some(DeclType::Dyn), Some(_)) | (Some(_), Some(DeclType::Dyn)) => dyn_(),
+                    _ => None,
+                };
+            }
+            ("_[_]", None, [operand, _]) => return items(operand.clone()?),
+            ("string" | "int" | "uint" | "double" | "bool" | "bytes" | "timestamp" | "duration", None, [_]) => {
+                return scalar(match function {
                     "string" => "string",
                     "int" => "int",
                     "uint" => "uint",
                     "double" => "double",
                     "bool" => "bool",
-                    _ => "bytes",
-                })
+                    "bytes" => "bytes",
+                    "timestamp" => "timestamp",
+                    _ => "duration",
+                });
             }
-            ("_[_]", false, [operand, _]) => match self.of(operand)? {
-                Known::Scalar("dyn") | Known::Typed(DeclType::Dyn) => Some(DYN),
-                Known::Typed(DeclType::Map(values) | DeclType::List(values)) => Some(Known::Typed(values)),
+            ("@not_strictly_false", None, _) => return scalar("bool"),
+            _ => {}
+        }
+        // The overload table, where every argument's type is certain.
+        let certain: Option<Vec<&DeclType>> = args.iter().map(|a| a.as_deref()).collect();
+        let target_type = target.as_ref().map(|t| t.as_deref());
+        let resolved = match (certain, target_type) {
+            (Some(args), None) => resolve(function, None, &args),
+            (Some(args), Some(Some(target))) => resolve(function, Some(target), &args),
+            _ => None,
+        };
+        match resolved {
+            Some(Resolved::Gives(t)) => t.map(Cow::Owned),
+            Some(Resolved::NoOverload(message)) => {
+                self.errors.push((expr.id, message));
+                None
+            }
+            // Not in the table, or an argument not certain: what the
+            // call gives is certain for these alone.
+            None => match function {
+                "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "!_" | "@in" => scalar("bool"),
+                "startsWith" | "endsWith" | "matches" if target.is_some() => scalar("bool"),
+                "size" => scalar("int"),
                 _ => None,
             },
-            // Arithmetic and concatenation: the overload a typed operand
-            // picks (`'a' + dyn` is a string, `dyn + 1` an int); two `dyn`s
-            // match every overload, whose results differ: `dyn`.
-            ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", false, [left, right]) => {
-                let (left, right) = (self.of(left).and_then(Known::scalar), self.of(right).and_then(Known::scalar));
-                match (left, right) {
-                    (Some("dyn"), Some("dyn")) => Some(DYN),
-                    (Some(t @ ("int" | "uint" | "double" | "string" | "bytes")), Some(u)) if u == t || u == "dyn" => {
-                        scalar(t)
-                    }
-                    (Some("dyn"), Some(t @ ("int" | "uint" | "double" | "string" | "bytes"))) => scalar(t),
-                    _ => None,
-                }
-            }
-            ("_?_:_", false, [_, yes, no]) => {
-                match (self.of(yes).and_then(Known::scalar), self.of(no).and_then(Known::scalar)) {
-                    (Some(a), Some(b)) if a == b => scalar(a),
-                    (Some("dyn"), Some(_)) | (Some(_), Some("dyn")) => Some(DYN),
-                    _ => None,
-                }
-            }
-            _ => None,
         }
     }
 }

@@ -6,10 +6,11 @@
 //! parser (the same ANTLR grammar as cel-go's, with its messages);
 //! undeclared names from the walk that [`crate::compile`] refuses them
 //! with; undefined fields of `request`, `namespaceObject` and `variables`,
-//! which the API server's environment types, from [`crate::typecheck`].
-//! Overloads are not checked, so what only they find (`'a' > 1`) is not
-//! said here. [`type_checked`] is what the API server's status controller
-//! says afterwards, with `object` and `params` typed by their schemas.
+//! which the API server's environment types, from [`crate::typecheck`];
+//! calls no overload of the standard operators and functions takes
+//! (`'a' > 1`), from [`crate::overloads`]. [`type_checked`] is what the
+//! API server's status controller says afterwards, with `object` and
+//! `params` typed by their schemas.
 
 use cel::Program;
 use cel::common::ast::SourceInfo;
@@ -93,12 +94,16 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
             (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
         });
     let typed = Typed { variables: declarations.variables, ..Typed::default() };
-    let issues = undeclared.chain(field_issues(source, &program, &info, typed)).collect();
+    let variables = declarations.variables.unwrap_or_default();
+    let overloads = crate::output::overload_errors(program.expression(), variables).into_iter().map(|(id, message)| {
+        let (line, column) = position(source, &info, id);
+        (line, column, message)
+    });
+    let issues = undeclared.chain(field_issues(source, &program, &info, typed)).chain(overloads).collect();
     if let Some(issues) = printed(source, issues) {
         return Some(format!("compilation failed: {issues}"));
     }
     // Compiled: what it evaluates to, where that is certain.
-    let variables = declarations.variables.unwrap_or_default();
     crate::output::output_type(program.expression(), variables).and_then(|got| declarations.returns.refuses(&got))
 }
 

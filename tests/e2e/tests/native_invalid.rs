@@ -421,6 +421,10 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         // Functions no library declares, and macros' names with other
         // arguments: `existsOne` takes two variables.
         "[1, 2].foo(1) == 1 || bar(object) || [1].all(true) || [1, 2].existsOne(x, x == 1)",
+        // Calls no overload takes (`check` models the standard operators
+        // and functions, for arguments whose types are certain).
+        "'a' + 1 == 'b' || size(true) == 1 || object.x.startsWith(1) || (1 + 1) && true || !1",
+        "[1] == ['a'] || 1 in {'a': 1} || request.userInfo.groups + [1] == [] || duration('1s') < 1 || 1u == 1",
         // Columns count characters; those beyond ASCII get wide dots.
         "'é日' == foo || request.usr == '😀'",
         "'é' == (1",

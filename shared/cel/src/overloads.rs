@@ -1,0 +1,243 @@
+//! The overloads of the standard functions and operators that cel-go's
+//! checker resolves in Kubernetes' environment, for arguments whose types
+//! are certain: which overload a call picks and what it gives, or the
+//! API server's words when none takes the arguments (`found no matching
+//! overload for '_+_' applied to '(string, int)'`).
+//!
+//! Only what is certain is said. A `dyn` argument matches any parameter;
+//! an object type (`request.userInfo`) or a function outside this table
+//! is never refused here, so where in doubt a call is taken.
+
+use crate::types::DeclType;
+
+/// What a call of a function in the table gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Resolved {
+    /// An overload takes the arguments; the result's type where certain.
+    Gives(Option<DeclType>),
+    /// No overload takes them: cel-go's message.
+    NoOverload(String),
+}
+
+const SCALARS_ADDED: [&str; 5] = ["int", "uint", "double", "string", "bytes"];
+const NUMBERS: [&str; 3] = ["int", "uint", "double"];
+const ORDERED: [&str; 8] = ["int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration"];
+
+/// The call of `function` (on `target` when it is a method) with `args`,
+/// each of a certain type; `None` when the table does not model it.
+pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Resolved> {
+    if target.into_iter().chain(args.iter().copied()).any(|t| matches!(t, DeclType::Object(_))) {
+        return None;
+    }
+    let results: Vec<Option<DeclType>> = match (function, target, args) {
+        ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", None, [left, right]) => arithmetic(function, left, right),
+        ("_<_" | "_<=_" | "_>_" | "_>=_", None, [left, right]) => {
+            let same = ORDERED.iter().any(|t| takes(t, left) && takes(t, right));
+            let numbers = NUMBERS.iter().any(|t| takes(t, left)) && NUMBERS.iter().any(|t| takes(t, right));
+            if same || numbers { vec![Some(bool())] } else { Vec::new() }
+        }
+        ("_==_" | "_!=_", None, [left, right]) => {
+            if unify(left, right) {
+                vec![Some(bool())]
+            } else {
+                Vec::new()
+            }
+        }
+        ("@in", None, [item, collection]) => {
+            let taken = match collection {
+                DeclType::Dyn => true,
+                DeclType::List(items) => unify(item, items),
+                DeclType::Map(_) => unify(item, &DeclType::Scalar("string")),
+                _ => false,
+            };
+            if taken { vec![Some(bool())] } else { Vec::new() }
+        }
+        ("!_", None, [operand]) => {
+            if takes("bool", operand) {
+                vec![Some(bool())]
+            } else {
+                Vec::new()
+            }
+        }
+        ("-_", None, [operand]) => {
+            ["int", "double"].iter().filter(|t| takes(t, operand)).map(|t| Some(DeclType::Scalar(t))).collect()
+        }
+        ("size", None, [sized]) => size(sized),
+        ("size", Some(sized), []) => size(sized),
+        ("size", None, _) => Vec::new(),
+        ("startsWith" | "endsWith" | "matches", Some(text), [pattern]) => {
+            if takes("string", text) && takes("string", pattern) { vec![Some(bool())] } else { Vec::new() }
+        }
+        // Other libraries may add `contains` to other types: only a
+        // string's is modelled.
+        ("contains", Some(DeclType::Scalar("string")), [part]) => {
+            if takes("string", part) {
+                vec![Some(bool())]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => return None,
+    };
+    Some(match results.split_first() {
+        None => Resolved::NoOverload(no_overload(function, target, args)),
+        // Several overloads with different results: `dyn`.
+        Some((first, rest)) if rest.iter().all(|r| r == first) => Resolved::Gives(first.clone()),
+        Some(_) => Resolved::Gives(Some(DeclType::Dyn)),
+    })
+}
+
+/// The results of the overloads of an arithmetic operator that take
+/// `left` and `right`.
+fn arithmetic(operator: &str, left: &DeclType, right: &DeclType) -> Vec<Option<DeclType>> {
+    let same: &[&'static str] = match operator {
+        "_+_" => &SCALARS_ADDED,
+        "_-_" | "_*_" | "_/_" => &NUMBERS,
+        _ => &NUMBERS[..2],
+    };
+    let mut results: Vec<Option<DeclType>> =
+        same.iter().filter(|t| takes(t, left) && takes(t, right)).map(|t| Some(DeclType::Scalar(t))).collect();
+    let times: &[(&str, &str, &'static str)] = match operator {
+        "_+_" => &[
+            ("timestamp", "duration", "timestamp"),
+            ("duration", "timestamp", "timestamp"),
+            ("duration", "duration", "duration"),
+        ],
+        "_-_" => &[
+            ("timestamp", "timestamp", "duration"),
+            ("timestamp", "duration", "timestamp"),
+            ("duration", "duration", "duration"),
+        ],
+        _ => &[],
+    };
+    results.extend(
+        times.iter().filter(|(l, r, _)| takes(l, left) && takes(r, right)).map(|(_, _, t)| Some(DeclType::Scalar(t))),
+    );
+    // Lists concatenate when their items unify; what the result holds is
+    // not followed.
+    let list = |t: &DeclType| matches!(t, DeclType::List(_) | DeclType::Dyn);
+    if operator == "_+_" && list(left) && list(right) {
+        let items_unify = match (left, right) {
+            (DeclType::List(a), DeclType::List(b)) => unify(a, b),
+            _ => true,
+        };
+        if items_unify {
+            results.push(None);
+        }
+    }
+    results
+}
+
+fn bool() -> DeclType {
+    DeclType::Scalar("bool")
+}
+
+/// Whether an argument of type `arg` is taken by a parameter of the
+/// scalar type `param`.
+fn takes(param: &str, arg: &DeclType) -> bool {
+    match arg {
+        DeclType::Dyn => true,
+        DeclType::Scalar(name) => *name == param,
+        _ => false,
+    }
+}
+
+/// `size` of `t`: an `int` of a string, bytes, a list or a map.
+fn size(t: &DeclType) -> Vec<Option<DeclType>> {
+    let sizable = match t {
+        DeclType::Dyn | DeclType::List(_) | DeclType::Map(_) => true,
+        DeclType::Scalar(name) => matches!(*name, "string" | "bytes"),
+        DeclType::Object(_) => false,
+    };
+    if sizable { vec![Some(DeclType::Scalar("int"))] } else { Vec::new() }
+}
+
+/// Whether `a` and `b` can be one type (`dyn` is any): a generic
+/// parameter's two uses, as in `_==_(A, A)`.
+fn unify(a: &DeclType, b: &DeclType) -> bool {
+    match (a, b) {
+        (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
+        (DeclType::Scalar(x), DeclType::Scalar(y)) => x == y,
+        (DeclType::List(x), DeclType::List(y)) | (DeclType::Map(x), DeclType::Map(y)) => unify(x, y),
+        _ => false,
+    }
+}
+
+/// cel-go's words: `'_+_' applied to '(string, int)'`, or for a method
+/// `'startsWith' applied to 'dyn.(int)'`.
+fn no_overload(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> String {
+    let args: Vec<String> = args.iter().map(|t| name(t)).collect();
+    let applied = match target {
+        Some(target) => format!("{}.({})", name(target), args.join(", ")),
+        None => format!("({})", args.join(", ")),
+    };
+    format!("found no matching overload for '{function}' applied to '{applied}'")
+}
+
+/// A type as cel-go prints an argument's: `null` for `null_type`.
+fn name(t: &DeclType) -> String {
+    match t {
+        DeclType::Scalar("null_type") => "null".to_owned(),
+        DeclType::List(items) => format!("list({})", name(items)),
+        DeclType::Map(values) => format!("map(string, {})", name(values)),
+        other => other.cel_name().unwrap_or_else(|| "dyn".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &'static str) -> DeclType {
+        DeclType::Scalar(name)
+    }
+
+    fn list(items: DeclType) -> DeclType {
+        DeclType::List(Box::new(items))
+    }
+
+    #[test]
+    fn what_no_overload_takes_is_said_in_cel_gos_words() {
+        // kube-apiserver 1.36's words, dry run.
+        let no = |f: &str, target: Option<&DeclType>, args: &[&DeclType]| match resolve(f, target, args) {
+            Some(Resolved::NoOverload(message)) => message,
+            other => panic!("{f}: {other:?}"),
+        };
+        let prefix = "found no matching overload for ";
+        assert_eq!(no("_+_", None, &[&s("string"), &s("int")]), format!("{prefix}'_+_' applied to '(string, int)'"));
+        assert_eq!(no("_==_", None, &[&s("int"), &s("null_type")]), format!("{prefix}'_==_' applied to '(int, null)'"));
+        assert_eq!(
+            no("_+_", None, &[&list(s("int")), &list(s("string"))]),
+            format!("{prefix}'_+_' applied to '(list(int), list(string))'")
+        );
+        assert_eq!(
+            no("startsWith", Some(&DeclType::Dyn), &[&s("int")]),
+            format!("{prefix}'startsWith' applied to 'dyn.(int)'")
+        );
+        assert_eq!(no("size", Some(&s("int")), &[]), format!("{prefix}'size' applied to 'int.()'"));
+        assert_eq!(no("-_", None, &[&s("uint")]), format!("{prefix}'-_' applied to '(uint)'"));
+        assert_eq!(
+            no("_<_", None, &[&s("timestamp"), &s("duration")]),
+            format!("{prefix}'_<_' applied to '(timestamp, duration)'")
+        );
+        assert_eq!(
+            no("@in", None, &[&s("string"), &list(s("int"))]),
+            format!("{prefix}'@in' applied to '(string, list(int))'")
+        );
+    }
+
+    #[test]
+    fn what_an_overload_takes_gives_its_type() {
+        let gives = |f: &str, args: &[&DeclType]| match resolve(f, None, args) {
+            Some(Resolved::Gives(t)) => t.and_then(|t| t.cel_name()),
+            other => panic!("{f}: {other:?}"),
+        };
+        assert_eq!(gives("_+_", &[&DeclType::Dyn, &s("int")]).as_deref(), Some("int"));
+        assert_eq!(gives("_+_", &[&DeclType::Dyn, &DeclType::Dyn]).as_deref(), Some("dyn"));
+        assert_eq!(gives("_-_", &[&s("timestamp"), &s("timestamp")]).as_deref(), Some("duration"));
+        assert_eq!(gives("_<_", &[&s("int"), &s("double")]).as_deref(), Some("bool"));
+        assert_eq!(gives("_==_", &[&list(s("int")), &list(DeclType::Dyn)]).as_deref(), Some("bool"));
+        assert_eq!(gives("_+_", &[&list(s("string")), &list(s("string"))]), None);
+        assert_eq!(resolve("f", None, &[&s("int")]), None, "not modelled");
+    }
+}

@@ -1,0 +1,208 @@
+//! Calls no overload takes, as the API server refuses them: each case was
+//! created as a ValidatingAdmissionPolicy in kube-apiserver 1.36 (server
+//! dry run), and its words are kept beside it. `check` must never refuse
+//! what the API server takes, must refuse in the same words where both
+//! refuse, and says nothing yet of the few listed below.
+
+use portcullis_cel::refusal::{Declarations, Returns, compilation_failed};
+
+const ALL: Declarations<'static> =
+    Declarations { params: true, authorizer: true, variables: Some(&[]), returns: Returns::Bool };
+
+/// The errors' first lines, as `ERROR: <input>:1:5: ...` joined by ` / `,
+/// or a result-type refusal whole.
+fn said(source: &str) -> Option<String> {
+    let refused = compilation_failed(source, ALL)?;
+    let Some(errors) = refused.strip_prefix("compilation failed: ") else { return Some(refused) };
+    Some(errors.lines().filter(|l| l.starts_with("ERROR")).collect::<Vec<_>>().join(" / "))
+}
+
+#[test]
+fn calls_no_overload_takes_are_refused_in_the_api_servers_words() {
+    let cases: [(&str, Option<&str>); 78] = [
+        ("'a' + 1 == 'b'", Some("ERROR: <input>:1:5: found no matching overload for '_+_' applied to '(string, int)'")),
+        ("1 + 1u == 2", Some("ERROR: <input>:1:3: found no matching overload for '_+_' applied to '(int, uint)'")),
+        ("1 + 1.0 == 2.0", Some("ERROR: <input>:1:3: found no matching overload for '_+_' applied to '(int, double)'")),
+        ("1 < 1.0", None),
+        ("1 < 1u", None),
+        ("1 == 1.0", Some("ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, double)'")),
+        ("1 == 'a'", Some("ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, string)'")),
+        ("'a' < 1", Some("ERROR: <input>:1:5: found no matching overload for '_<_' applied to '(string, int)'")),
+        ("size(1) == 1", Some("ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'")),
+        ("(1).size() == 1", Some("ERROR: <input>:1:9: found no matching overload for 'size' applied to 'int.()'")),
+        ("size(object.x) == 1", None),
+        (
+            "'a'.startsWith(1)",
+            Some("ERROR: <input>:1:15: found no matching overload for 'startsWith' applied to 'string.(int)'"),
+        ),
+        (
+            "object.x.startsWith(1)",
+            Some("ERROR: <input>:1:20: found no matching overload for 'startsWith' applied to 'dyn.(int)'"),
+        ),
+        (
+            "1.startsWith('a')",
+            Some("ERROR: <input>:1:13: found no matching overload for 'startsWith' applied to 'int.(string)'"),
+        ),
+        ("1 && true", Some("ERROR: <input>:1:1: expected type 'bool' but found 'int'")),
+        ("!1", Some("ERROR: <input>:1:1: found no matching overload for '!_' applied to '(int)'")),
+        ("true || 'a'", Some("ERROR: <input>:1:9: expected type 'bool' but found 'string'")),
+        ("-'a' == 1", Some("ERROR: <input>:1:1: found no matching overload for '-_' applied to '(string)'")),
+        ("1 in [1]", None),
+        (
+            "'a' in [1]",
+            Some("ERROR: <input>:1:5: found no matching overload for '@in' applied to '(string, list(int))'"),
+        ),
+        (
+            "1 in {'a': 1}",
+            Some("ERROR: <input>:1:3: found no matching overload for '@in' applied to '(int, map(string, int))'"),
+        ),
+        (
+            "[1] + ['a'] == []",
+            Some("ERROR: <input>:1:5: found no matching overload for '_+_' applied to '(list(int), list(string))'"),
+        ),
+        ("[1] + [2] == [1, 2]", None),
+        ("duration('1s') + duration('1s') > duration('0s')", None),
+        (
+            "timestamp('2020-01-01T00:00:00Z') - 1 == 1",
+            Some("ERROR: <input>:1:35: found no matching overload for '_-_' applied to '(timestamp, int)'"),
+        ),
+        (
+            "request.name + 1 == 'a'",
+            Some("ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'"),
+        ),
+        (
+            "request.dryRun + 1 == 1",
+            Some("ERROR: <input>:1:16: found no matching overload for '_+_' applied to '(bool, int)'"),
+        ),
+        (
+            "object.x + 1 + 'a' == 'b'",
+            Some("ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(int, string)'"),
+        ),
+        (
+            "'a'.contains(1)",
+            Some("ERROR: <input>:1:13: found no matching overload for 'contains' applied to 'string.(int)'"),
+        ),
+        ("'a'.matches(object.x)", None),
+        (
+            "size('a', 'b') == 1",
+            Some("ERROR: <input>:1:5: found no matching overload for 'size' applied to '(string, string)'"),
+        ),
+        ("1 % 1.0 == 0", Some("ERROR: <input>:1:3: found no matching overload for '_%_' applied to '(int, double)'")),
+        (
+            "b'a' + 'a' == b'a'",
+            Some("ERROR: <input>:1:6: found no matching overload for '_+_' applied to '(bytes, string)'"),
+        ),
+        ("null + 1 == 1", Some("ERROR: <input>:1:6: found no matching overload for '_+_' applied to '(null, int)'")),
+        ("true + true", Some("ERROR: <input>:1:6: found no matching overload for '_+_' applied to '(bool, bool)'")),
+        ("1 - 'a' == 1", Some("ERROR: <input>:1:3: found no matching overload for '_-_' applied to '(int, string)'")),
+        (
+            "'a' * 2 == 'aa'",
+            Some("ERROR: <input>:1:5: found no matching overload for '_*_' applied to '(string, int)'"),
+        ),
+        ("request.userInfo.groups + ['a'] == []", None),
+        (
+            "request.userInfo.groups + [1] == []",
+            Some("ERROR: <input>:1:25: found no matching overload for '_+_' applied to '(list(string), list(int))'"),
+        ),
+        ("1 > null", Some("ERROR: <input>:1:3: found no matching overload for '_>_' applied to '(int, null)'")),
+        ("1 == null", Some("ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, null)'")),
+        ("null == null", None),
+        ("object.x == null", None),
+        ("[1, 'a'] + [true] == []", Some("ERROR: <input>:1:5: expected type 'int' but found 'string'")),
+        ("[] + [1] == [1]", None),
+        (
+            "[1] == ['a']",
+            Some("ERROR: <input>:1:5: found no matching overload for '_==_' applied to '(list(int), list(string))'"),
+        ),
+        ("[1] == [object.x]", None),
+        (
+            "{'a': 1, 'b': 'x'} == {1: 1}",
+            Some(
+                "ERROR: <input>:1:20: found no matching overload for '_==_' applied to '(map(string, dyn), map(int, int))'",
+            ),
+        ),
+        ("{'a': 1} == {'b': 2}", None),
+        (
+            "duration('1s') < 1",
+            Some("ERROR: <input>:1:16: found no matching overload for '_<_' applied to '(duration, int)'"),
+        ),
+        (
+            "timestamp('2020-01-01T00:00:00Z') < duration('1s')",
+            Some("ERROR: <input>:1:35: found no matching overload for '_<_' applied to '(timestamp, duration)'"),
+        ),
+        (
+            "'a' + object.x + 1 == 'a'",
+            Some("ERROR: <input>:1:16: found no matching overload for '_+_' applied to '(string, int)'"),
+        ),
+        (
+            "[1] + [1u] == []",
+            Some("ERROR: <input>:1:5: found no matching overload for '_+_' applied to '(list(int), list(uint))'"),
+        ),
+        (
+            "[[1]] + [['a']] == []",
+            Some(
+                "ERROR: <input>:1:7: found no matching overload for '_+_' applied to '(list(list(int)), list(list(string)))'",
+            ),
+        ),
+        (
+            "size([1]) == 1u",
+            Some("ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, uint)'"),
+        ),
+        ("size(true) == 1", Some("ERROR: <input>:1:5: found no matching overload for 'size' applied to '(bool)'")),
+        ("1 <= 1.0 && 1u >= 1.0", None),
+        ("true < false", None),
+        ("b'a' < b'b'", None),
+        ("'a' in ['a']", None),
+        ("1 in object.x", None),
+        ("object.x in [1]", None),
+        (
+            "[1].size() == 'a'",
+            Some("ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(int, string)'"),
+        ),
+        ("-1u == 1u", Some("ERROR: <input>:1:1: found no matching overload for '-_' applied to '(uint)'")),
+        ("-(1.0) < 0.0", None),
+        ("!object.x", None),
+        ("object.x && 1", Some("ERROR: <input>:1:13: expected type 'bool' but found 'int'")),
+        ("(1 + 1) && true", Some("ERROR: <input>:1:4: expected type 'bool' but found 'int'")),
+        ("[1, 1.0] + [1] == []", Some("ERROR: <input>:1:5: expected type 'int' but found 'double'")),
+        (
+            "{'a': 1}['a'] + 'b' == 'c'",
+            Some("ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(int, string)'"),
+        ),
+        (
+            "[1][0] + 'a' == 'b'",
+            Some("ERROR: <input>:1:8: found no matching overload for '_+_' applied to '(int, string)'"),
+        ),
+        (
+            "request.userInfo.extra['a'] + [1] == []",
+            Some("ERROR: <input>:1:29: found no matching overload for '_+_' applied to '(list(string), list(int))'"),
+        ),
+        ("'a' == b'a'", Some("ERROR: <input>:1:5: found no matching overload for '_==_' applied to '(string, bytes)'")),
+        ("1u == 1", Some("ERROR: <input>:1:4: found no matching overload for '_==_' applied to '(uint, int)'")),
+        (
+            "int('1') + 'a' == 'b'",
+            Some("ERROR: <input>:1:10: found no matching overload for '_+_' applied to '(int, string)'"),
+        ),
+        (
+            "string(1) + 1 == 'b'",
+            Some("ERROR: <input>:1:11: found no matching overload for '_+_' applied to '(string, int)'"),
+        ),
+        ("1 / 0.5 == 2.0", Some("ERROR: <input>:1:3: found no matching overload for '_/_' applied to '(int, double)'")),
+        (
+            "[1] + 1 == []",
+            Some("ERROR: <input>:1:5: found no matching overload for '_+_' applied to '(list(int), int)'"),
+        ),
+    ];
+    // What the API server says and `check` does not say yet: a list
+    // literal whose items are of different types, and maps' literals.
+    let not_yet = ["[1, 'a'] + [true] == []", "{'a': 1, 'b': 'x'} == {1: 1}", "[1, 1.0] + [1] == []"];
+    let mut differences = Vec::new();
+    for (source, theirs) in cases {
+        let ours = said(source);
+        let expected = if not_yet.contains(&source) { None } else { theirs };
+        if ours.as_deref() != expected {
+            differences.push(format!("{source}\n  API server: {theirs:?}\n  check:      {ours:?}"));
+        }
+    }
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+}
