@@ -60,8 +60,9 @@ const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format",
 
 /// Functions Kubernetes' CEL declares that the interpreter does not
 /// register by name (it evaluates them itself, or they are the
-/// authorizer's, which Portcullis refuses with its own words).
-const UNREGISTERED: [&str; 18] = [
+/// authorizer's, which Portcullis refuses with its own words, or the
+/// optional library's `unwrapOpt`, which it lacks).
+const UNREGISTERED: [&str; 19] = [
     "allowed",
     "bool",
     "check",
@@ -80,6 +81,7 @@ const UNREGISTERED: [&str; 18] = [
     "serviceAccount",
     "subresource",
     "type",
+    "unwrapOpt",
 ];
 
 /// The macros of Kubernetes' CEL: a call by one of these names is left

@@ -10,12 +10,13 @@
 //! `dyn` too, and so is a `has()` or a comparison `bool`.
 //!
 //! Only what is certain is said: a literal, a list literal of one type, a
-//! read from a `dyn` variable, the standard operators and functions of
-//! the overload table, the conversions (`string(x)`, `timestamp(s)`), the
-//! macros that give a `bool`, the fields `request` and `namespaceObject`
-//! type (scalars, lists and maps of them), and a policy variable whose
-//! value is one of these. Anything else (another function's result, a map
-//! literal) is `None`, and never refused here.
+//! map literal with string keys, a read from a `dyn` variable, the
+//! standard operators and functions of the overload table, the
+//! conversions of an argument they take (`string(x)`, `timestamp(s)`),
+//! the macros that give a `bool`, the fields `request` and
+//! `namespaceObject` type (scalars, lists and maps of them), and a policy
+//! variable whose value is one of these. Anything else (another
+//! function's result) is `None`, and never refused here.
 
 use std::borrow::Cow;
 
@@ -25,19 +26,28 @@ use crate::overloads::{Resolved, resolve};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
-/// The type name `expr` evaluates to, as cel-go prints it (`bool`, `int`,
-/// `string`, `dyn`, `null_type`, `list(string)`), when it is certain;
-/// `variables` are the policy's variables it sees.
-pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<String> {
-    Output::new(variables).of(expr).and_then(|t| t.cel_name())
+/// What one walk of an expression finds.
+#[derive(Debug)]
+pub(crate) struct Analysis {
+    /// The type name it evaluates to, as cel-go prints it (`bool`, `int`,
+    /// `string`, `dyn`, `null_type`, `list(string)`), when it is certain.
+    pub(crate) output: Option<String>,
+    /// The calls whose arguments no overload takes: each node's id and
+    /// cel-go's words, in the order of the tree.
+    pub(crate) overload_errors: Vec<(u64, String)>,
 }
 
-/// The calls in `expr` whose arguments no overload takes: each node's id
-/// and cel-go's words, in the order of the tree.
-pub(crate) fn overload_errors(expr: &IdedExpr, variables: &[Variable<'_>]) -> Vec<(u64, String)> {
-    let mut output = Output::new(variables);
-    output.of(expr);
-    output.errors
+/// `expr`'s [`Analysis`], seeing the policy's `variables`.
+pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
+    let mut walk = Output::new(variables);
+    let output = walk.of(expr).and_then(|t| t.cel_name());
+    Analysis { output, overload_errors: walk.errors }
+}
+
+/// The type name `expr` evaluates to, when it is certain
+/// ([`Analysis::output`]).
+pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<String> {
+    analyse(expr, variables).output
 }
 
 /// The type the API server gives a variable whose expression is `expr`,
@@ -59,7 +69,7 @@ fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
     match collection {
         Cow::Borrowed(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
         Cow::Owned(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
-        Cow::Borrowed(DeclType::Dyn) | Cow::Owned(DeclType::Dyn) => dyn_(),
+        Cow::Borrowed(DeclType::Dyn) | Cow::Owned(DeclType::Dyn) => dynamic(),
         _ => None,
     }
 }
@@ -68,8 +78,31 @@ fn scalar(name: &'static str) -> Known<'static> {
     Some(Cow::Owned(DeclType::Scalar(name)))
 }
 
-fn dyn_() -> Known<'static> {
+fn dynamic() -> Known<'static> {
     Some(Cow::Owned(DeclType::Dyn))
+}
+
+/// What the conversion `function` gives of an argument of type
+/// `argument`: its type, where the argument is one it surely takes (or
+/// not certain); else nothing certain (cel-go refuses some of those,
+/// which is not modelled).
+fn conversion(function: &str, argument: Option<&DeclType>) -> Known<'static> {
+    let (result, takes): (&'static str, &[&str]) = match function {
+        "string" => ("string", &["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration"]),
+        "int" => ("int", &["int", "uint", "double", "string", "timestamp"]),
+        "uint" => ("uint", &["uint", "int", "double", "string"]),
+        "double" => ("double", &["double", "int", "uint", "string"]),
+        "bool" => ("bool", &["bool", "string"]),
+        "bytes" => ("bytes", &["bytes", "string"]),
+        "timestamp" => ("timestamp", &["timestamp", "string", "int"]),
+        _ => ("duration", &["duration", "string"]),
+    };
+    let taken = match argument {
+        None | Some(DeclType::Dyn) => true,
+        Some(DeclType::Scalar(name)) => takes.contains(name),
+        Some(_) => false,
+    };
+    if taken { scalar(result) } else { None }
 }
 
 struct Output<'e, 't> {
@@ -99,7 +132,7 @@ impl<'e, 't> Output<'e, 't> {
                     return known.clone();
                 }
                 match name.as_str() {
-                    "object" | "oldObject" | "params" => dyn_(),
+                    "object" | "oldObject" | "params" => dynamic(),
                     "request" => Some(Cow::Borrowed(&*REQUEST)),
                     "namespaceObject" => Some(Cow::Borrowed(&*NAMESPACE)),
                     _ => None,
@@ -109,7 +142,11 @@ impl<'e, 't> Output<'e, 't> {
                 self.of(&select.operand);
                 scalar("bool")
             }
-            Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(v) if v == "variables") => {
+            // The policy's variables, unless a loop's variable is named so.
+            Expr::Select(select)
+                if matches!(&select.operand.expr, Expr::Ident(v) if v == "variables")
+                    && !self.scope.iter().any(|(n, _)| *n == "variables") =>
+            {
                 let variable = self.variables.iter().find(|v| v.name == select.field)?;
                 variable.value.as_ref().map(Cow::Borrowed)
             }
@@ -118,7 +155,9 @@ impl<'e, 't> Output<'e, 't> {
                 Cow::Owned(DeclType::Object(fields)) => {
                     DeclType::field(&fields, &select.field).cloned().map(Cow::Owned)
                 }
-                operand => items(operand),
+                // A map's value; a list or a scalar has no fields.
+                operand if matches!(*operand, DeclType::Map(_) | DeclType::Dyn) => items(operand),
+                _ => None,
             },
             Expr::Call(call) => self.call(expr, call),
             Expr::Comprehension(c) => {
@@ -194,8 +233,11 @@ impl<'e, 't> Output<'e, 't> {
         if let ("_&&_" | "_||_", None) = (function, &target) {
             // Each side must be a bool: cel-go says so where it is not.
             for operand in &call.args {
-                if let Some(t) = self.of(operand).filter(|t| !matches!(**t, DeclType::Dyn | DeclType::Scalar("bool"))) {
-                    let found = t.cel_name().unwrap_or_else(|| "dyn".to_owned());
+                // An object's name cel-go gives and Portcullis does not:
+                // nothing is said of it.
+                let found = self.of(operand).filter(|t| t.cel_name().is_some());
+                if let Some(t) = found.filter(|t| !matches!(**t, DeclType::Dyn | DeclType::Scalar("bool"))) {
+                    let found = crate::overloads::name(&t);
                     self.errors.push((operand.id, format!("expected type 'bool' but found '{found}'")));
                 }
             }
@@ -206,22 +248,23 @@ impl<'e, 't> Output<'e, 't> {
             ("_?_:_", None, [_, yes, no]) => {
                 return match (yes.as_deref(), no.as_deref()) {
                     (Some(a), Some(b)) if a == b => yes.clone(),
-                    (Some(DeclType::Dyn), Some(_)) | (Some(_), Some(DeclType::Dyn)) => dyn_(),
+                    (Some(DeclType::Dyn), Some(_)) | (Some(_), Some(DeclType::Dyn)) => dynamic(),
                     _ => None,
                 };
             }
-            ("_[_]", None, [operand, _]) => return items(operand.clone()?),
-            ("string" | "int" | "uint" | "double" | "bool" | "bytes" | "timestamp" | "duration", None, [_]) => {
-                return scalar(match function {
-                    "string" => "string",
-                    "int" => "int",
-                    "uint" => "uint",
-                    "double" => "double",
-                    "bool" => "bool",
-                    "bytes" => "bytes",
-                    "timestamp" => "timestamp",
-                    _ => "duration",
-                });
+            // An index of the wrong type picks no overload (not modelled):
+            // nothing certain.
+            ("_[_]", None, [operand, key]) => {
+                let wanted = match operand.as_deref()? {
+                    DeclType::List(_) => DeclType::Scalar("int"),
+                    DeclType::Map(_) => DeclType::Scalar("string"),
+                    _ => DeclType::Dyn,
+                };
+                let taken = key.as_deref().is_none_or(|k| *k == DeclType::Dyn || *k == wanted);
+                return if taken || wanted == DeclType::Dyn { items(operand.clone()?) } else { None };
+            }
+            ("string" | "int" | "uint" | "double" | "bool" | "bytes" | "timestamp" | "duration", None, [argument]) => {
+                return conversion(function, argument.as_deref());
             }
             ("@not_strictly_false", None, _) => return scalar("bool"),
             _ => {}

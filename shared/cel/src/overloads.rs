@@ -4,9 +4,11 @@
 //! API server's words when none takes the arguments (`found no matching
 //! overload for '_+_' applied to '(string, int)'`).
 //!
-//! Only what is certain is said. A `dyn` argument matches any parameter;
-//! an object type (`request.userInfo`) or a function outside this table
-//! is never refused here, so where in doubt a call is taken.
+//! Only what is certain is said. A `dyn` argument matches any parameter,
+//! and `null` a timestamp or a duration (cel-go's legacy nullable types);
+//! an argument holding an object type (`request.userInfo`, a list of
+//! conditions) or a function outside this table is never refused here,
+//! so where in doubt a call is taken.
 
 use crate::types::DeclType;
 
@@ -21,12 +23,15 @@ pub(crate) enum Resolved {
 
 const SCALARS_ADDED: [&str; 5] = ["int", "uint", "double", "string", "bytes"];
 const NUMBERS: [&str; 3] = ["int", "uint", "double"];
+const INTEGERS: [&str; 2] = ["int", "uint"];
 const ORDERED: [&str; 8] = ["int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration"];
 
 /// The call of `function` (on `target` when it is a method) with `args`,
 /// each of a certain type; `None` when the table does not model it.
 pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Resolved> {
-    if target.into_iter().chain(args.iter().copied()).any(|t| matches!(t, DeclType::Object(_))) {
+    // cel-go names object types (`kubernetes.UserInfo`) where Portcullis
+    // does not, and takes `null` for them.
+    if target.into_iter().chain(args.iter().copied()).any(|t| t.cel_name().is_none()) {
         return None;
     }
     let results: Vec<Option<DeclType>> = match (function, target, args) {
@@ -34,11 +39,11 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
         ("_<_" | "_<=_" | "_>_" | "_>=_", None, [left, right]) => {
             let same = ORDERED.iter().any(|t| takes(t, left) && takes(t, right));
             let numbers = NUMBERS.iter().any(|t| takes(t, left)) && NUMBERS.iter().any(|t| takes(t, right));
-            if same || numbers { vec![Some(bool())] } else { Vec::new() }
+            if same || numbers { vec![Some(boolean())] } else { Vec::new() }
         }
         ("_==_" | "_!=_", None, [left, right]) => {
             if unify(left, right) {
-                vec![Some(bool())]
+                vec![Some(boolean())]
             } else {
                 Vec::new()
             }
@@ -50,11 +55,11 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
                 DeclType::Map(_) => unify(item, &DeclType::Scalar("string")),
                 _ => false,
             };
-            if taken { vec![Some(bool())] } else { Vec::new() }
+            if taken { vec![Some(boolean())] } else { Vec::new() }
         }
         ("!_", None, [operand]) => {
             if takes("bool", operand) {
-                vec![Some(bool())]
+                vec![Some(boolean())]
             } else {
                 Vec::new()
             }
@@ -66,13 +71,13 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
         ("size", Some(sized), []) => size(sized),
         ("size", None, _) => Vec::new(),
         ("startsWith" | "endsWith" | "matches", Some(text), [pattern]) => {
-            if takes("string", text) && takes("string", pattern) { vec![Some(bool())] } else { Vec::new() }
+            if takes("string", text) && takes("string", pattern) { vec![Some(boolean())] } else { Vec::new() }
         }
         // Other libraries may add `contains` to other types: only a
         // string's is modelled.
         ("contains", Some(DeclType::Scalar("string")), [part]) => {
             if takes("string", part) {
-                vec![Some(bool())]
+                vec![Some(boolean())]
             } else {
                 Vec::new()
             }
@@ -93,7 +98,7 @@ fn arithmetic(operator: &str, left: &DeclType, right: &DeclType) -> Vec<Option<D
     let same: &[&'static str] = match operator {
         "_+_" => &SCALARS_ADDED,
         "_-_" | "_*_" | "_/_" => &NUMBERS,
-        _ => &NUMBERS[..2],
+        _ => &INTEGERS,
     };
     let mut results: Vec<Option<DeclType>> =
         same.iter().filter(|t| takes(t, left) && takes(t, right)).map(|t| Some(DeclType::Scalar(t))).collect();
@@ -128,7 +133,7 @@ fn arithmetic(operator: &str, left: &DeclType, right: &DeclType) -> Vec<Option<D
     results
 }
 
-fn bool() -> DeclType {
+fn boolean() -> DeclType {
     DeclType::Scalar("bool")
 }
 
@@ -137,9 +142,16 @@ fn bool() -> DeclType {
 fn takes(param: &str, arg: &DeclType) -> bool {
     match arg {
         DeclType::Dyn => true,
-        DeclType::Scalar(name) => *name == param,
+        DeclType::Scalar(name) => *name == param || (*name == "null_type" && nullable(param)),
         _ => false,
     }
+}
+
+/// Whether `null` stands for a value of type `name`, as cel-go's legacy
+/// nullable types (timestamps and durations, the protobuf well-known
+/// types they are) let it.
+fn nullable(name: &str) -> bool {
+    matches!(name, "timestamp" | "duration")
 }
 
 /// `size` of `t`: an `int` of a string, bytes, a list or a map.
@@ -157,7 +169,9 @@ fn size(t: &DeclType) -> Vec<Option<DeclType>> {
 fn unify(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
         (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
-        (DeclType::Scalar(x), DeclType::Scalar(y)) => x == y,
+        (DeclType::Scalar(x), DeclType::Scalar(y)) => {
+            x == y || (*x == "null_type" && nullable(y)) || (*y == "null_type" && nullable(x))
+        }
         (DeclType::List(x), DeclType::List(y)) | (DeclType::Map(x), DeclType::Map(y)) => unify(x, y),
         _ => false,
     }
@@ -175,7 +189,7 @@ fn no_overload(function: &str, target: Option<&DeclType>, args: &[&DeclType]) ->
 }
 
 /// A type as cel-go prints an argument's: `null` for `null_type`.
-fn name(t: &DeclType) -> String {
+pub(crate) fn name(t: &DeclType) -> String {
     match t {
         DeclType::Scalar("null_type") => "null".to_owned(),
         DeclType::List(items) => format!("list({})", name(items)),
@@ -239,5 +253,8 @@ mod tests {
         assert_eq!(gives("_==_", &[&list(s("int")), &list(DeclType::Dyn)]).as_deref(), Some("bool"));
         assert_eq!(gives("_+_", &[&list(s("string")), &list(s("string"))]), None);
         assert_eq!(resolve("f", None, &[&s("int")]), None, "not modelled");
+        // `null` stands for a timestamp or a duration.
+        assert_eq!(gives("_==_", &[&s("timestamp"), &s("null_type")]).as_deref(), Some("bool"));
+        assert_eq!(gives("_!=_", &[&s("null_type"), &s("duration")]).as_deref(), Some("bool"));
     }
 }

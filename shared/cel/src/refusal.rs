@@ -95,7 +95,8 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
         });
     let typed = Typed { variables: declarations.variables, ..Typed::default() };
     let variables = declarations.variables.unwrap_or_default();
-    let overloads = crate::output::overload_errors(program.expression(), variables).into_iter().map(|(id, message)| {
+    let analysis = crate::output::analyse(program.expression(), variables);
+    let overloads = analysis.overload_errors.into_iter().map(|(id, message)| {
         let (line, column) = position(source, &info, id);
         (line, column, message)
     });
@@ -104,7 +105,7 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
         return Some(format!("compilation failed: {issues}"));
     }
     // Compiled: what it evaluates to, where that is certain.
-    crate::output::output_type(program.expression(), variables).and_then(|got| declarations.returns.refuses(&got))
+    analysis.output.and_then(|got| declarations.returns.refuses(&got))
 }
 
 /// The type the API server gives a policy's variable whose expression is
@@ -169,10 +170,13 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
     let mut printed = format!("ERROR: <input>:{line}:{column}: {message}");
     let snippet = usize::try_from(line - 1).ok().and_then(|l| source.split('\n').nth(l));
     if let Some(snippet) = snippet {
+        // As cel-go prints it: tabs as spaces, each character beyond
+        // ASCII under a wide dot, and a wide caret under one.
+        let snippet = snippet.replace('\t', " ");
         let before = usize::try_from(column - 1).unwrap_or_default();
-        // cel-go marks each character beyond ASCII with a wide dot.
         let dots: String = snippet.chars().take(before).map(|c| if c.is_ascii() { '.' } else { '．' }).collect();
-        printed.push_str(&format!("\n | {snippet}\n | {dots}^"));
+        let caret = if snippet.chars().nth(before).is_some_and(|c| !c.is_ascii()) { '＾' } else { '^' };
+        printed.push_str(&format!("\n | {snippet}\n | {dots}{caret}"));
     }
     printed
 }

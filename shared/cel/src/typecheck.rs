@@ -198,6 +198,12 @@ impl<'t, 'e> Walk<'t, 'e> {
             }
             Ty::Of(DeclType::Map(values)) => Ok(Ty::Of(values)),
             Ty::Of(DeclType::Scalar(name)) => Err(format!("type '{name}' does not support field selection")),
+            // A list has no fields; one of objects cel-go names by a type
+            // name Portcullis does not give: nothing is said of it.
+            Ty::Of(list @ DeclType::List(_)) => match list.cel_name() {
+                Some(name) => Err(format!("type '{name}' does not support field selection")),
+                None => Ok(Ty::Dyn),
+            },
             Ty::Variables => match self.typed.variables.unwrap_or_default().iter().find(|v| v.name == field) {
                 None => Err(format!("undefined field '{field}'")),
                 Some(Variable { value: Some(value), .. }) => Ok(Ty::Of(value)),

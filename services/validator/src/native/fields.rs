@@ -128,19 +128,18 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     // What the expressions may use: `params` only with a `paramKind`,
     // `authorizer` everywhere but in a message expression, and the
     // variables everywhere but in a match condition (a variable only
-    // those before it), each typed by its expression, in order.
+    // those before it, each typed by its expression where it compiles).
+    let base =
+        Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: None, returns: Returns::Bool };
     let mut variables: Vec<Variable> = Vec::new();
     for variable in spec.variables.iter().flatten() {
-        let value = variable_type(&variable.expression, &variables);
+        let before = Declarations { variables: Some(&variables), returns: Returns::Any, ..base };
+        let compiles = compilation_failed(variable.expression.trim(), before).is_none();
+        let value = compiles.then(|| variable_type(&variable.expression, &variables)).flatten();
         variables.push(Variable { name: &variable.name, value });
     }
-    let all = Declarations {
-        params: spec.param_kind.is_some(),
-        authorizer: true,
-        // A policy without variables is compiled without `variables`.
-        variables: (!variables.is_empty()).then_some(variables.as_slice()),
-        returns: Returns::Bool,
-    };
+    // A policy without variables is compiled without `variables`.
+    let all = Declarations { variables: (!variables.is_empty()).then_some(variables.as_slice()), ..base };
     let mut names = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("spec.matchConditions[{i}]");
