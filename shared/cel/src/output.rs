@@ -95,7 +95,7 @@ fn conversion(function: &str, argument: Option<&DeclType>) -> Known<'static> {
         "bool" => ("bool", &["bool", "string"]),
         "bytes" => ("bytes", &["bytes", "string"]),
         "timestamp" => ("timestamp", &["timestamp", "string", "int"]),
-        _ => ("duration", &["duration", "string"]),
+        _ => ("duration", &["duration", "string", "int"]),
     };
     let taken = match argument {
         None | Some(DeclType::Dyn) => true,

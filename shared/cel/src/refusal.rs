@@ -229,6 +229,16 @@ mod tests {
         for (source, expected) in cases {
             assert_eq!(compilation_failed(source, ALL), Some(format!("compilation failed: {expected}")), "{source}");
         }
+        // A wide caret under a character beyond ASCII, tabs as spaces.
+        let wide = compilation_failed("1 + é", ALL).unwrap_or_default();
+        assert!(wide.contains("\n | 1 + é\n | ....＾"), "{wide}");
+        assert_eq!(
+            compilation_failed("'a\tb' == foo", ALL).as_deref(),
+            Some(
+                "compilation failed: ERROR: <input>:1:10: undeclared reference to 'foo' (in container '')\n | 'a b' \
+                 == foo\n | .........^"
+            )
+        );
     }
 
     #[test]

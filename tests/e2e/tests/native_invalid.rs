@@ -428,6 +428,8 @@ fn compile_errors_are_the_api_servers_word_for_word() {
         // Columns count characters; those beyond ASCII get wide dots.
         "'é日' == foo || request.usr == '😀'",
         "'é' == (1",
+        "1 + é",
+        "'a\tb' == foo",
     ]
     .iter()
     .enumerate()
