@@ -306,14 +306,16 @@ mod tests {
         output_with(source, &[])
     }
 
+    fn compiled(source: &str) -> Program {
+        Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL")
+    }
+
     fn output_with(source: &str, variables: &[Variable<'_>]) -> Option<String> {
-        let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
-        output_type(program.expression(), variables)
+        output_type(compiled(source).expression(), variables)
     }
 
     fn variable(source: &str, variables: &[Variable<'_>]) -> Option<DeclType> {
-        let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");
-        variable_type(program.expression(), variables)
+        variable_type(compiled(source).expression(), variables)
     }
 
     #[test]
