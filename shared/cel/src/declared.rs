@@ -56,7 +56,7 @@ const TYPES: [&str; 19] = [
 /// (`optional.none()`, `lists.range(3)`, `sets.contains(a, b)`,
 /// `strings.quote(s)`, `format.dns1123Label()`, `ip.isCanonical(s)`, and
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
-const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
+pub(crate) const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
 /// Functions Kubernetes' CEL declares that the interpreter does not
 /// register by name (it evaluates them itself, or they are the

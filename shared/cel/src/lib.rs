@@ -32,6 +32,7 @@ pub mod cost;
 mod declared;
 mod evaluate;
 pub mod json;
+mod libraries;
 mod output;
 mod overloads;
 pub mod reads;

@@ -22,6 +22,7 @@ use std::borrow::Cow;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
+use crate::declared::NAMESPACES;
 use crate::overloads::{Resolved, resolve};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
@@ -29,8 +30,9 @@ use crate::types::{DeclType, NAMESPACE, REQUEST};
 /// What one walk of an expression finds.
 #[derive(Debug)]
 pub(crate) struct Analysis {
-    /// The type name it evaluates to, as cel-go prints it (`bool`, `int`,
-    /// `string`, `dyn`, `null_type`, `list(string)`), when it is certain.
+    /// The type name it evaluates to, as the API server names it
+    /// ([`result_name`]: `bool`, `int`, `dyn`, `null_type`,
+    /// `list(string)`, `google.protobuf.Duration`), when it is certain.
     pub(crate) output: Option<String>,
     /// The calls whose arguments no overload takes: each node's id and
     /// cel-go's words, in the order of the tree.
@@ -40,8 +42,21 @@ pub(crate) struct Analysis {
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
 pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
     let mut walk = Output::new(variables);
-    let output = walk.of(expr).and_then(|t| t.cel_name());
+    let output = walk.of(expr).and_then(|t| result_name(&t));
     Analysis { output, overload_errors: walk.errors }
+}
+
+/// A result's type as the API server names it where a field does not
+/// take it: cel-go's name, but a duration or a timestamp by its protobuf
+/// message (`must evaluate to bool but got google.protobuf.Duration`).
+fn result_name(t: &DeclType) -> Option<String> {
+    match t {
+        DeclType::Scalar("duration") => Some("google.protobuf.Duration".to_owned()),
+        DeclType::Scalar("timestamp") => Some("google.protobuf.Timestamp".to_owned()),
+        DeclType::List(items) => Some(format!("list({})", result_name(items)?)),
+        DeclType::Map(values) => Some(format!("map(string, {})", result_name(values)?)),
+        other => other.cel_name(),
+    }
 }
 
 /// The type name `expr` evaluates to, when it is certain
@@ -88,7 +103,10 @@ fn dynamic() -> Known<'static> {
 /// which is not modelled).
 fn conversion(function: &str, argument: Option<&DeclType>) -> Known<'static> {
     let (result, takes): (&'static str, &[&str]) = match function {
-        "string" => ("string", &["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration"]),
+        "string" => (
+            "string",
+            &["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration", "net.IP", "net.CIDR"],
+        ),
         "int" => ("int", &["int", "uint", "double", "string", "timestamp"]),
         "uint" => ("uint", &["uint", "int", "double", "string"]),
         "double" => ("double", &["double", "int", "uint", "string"]),
@@ -181,6 +199,8 @@ impl<'e, 't> Output<'e, 't> {
                 self.scope.truncate(outer);
                 result
             }
+            // An empty list holds anything.
+            Expr::List(list) if list.elements.is_empty() => Some(Cow::Owned(DeclType::List(Box::new(DeclType::Dyn)))),
             Expr::List(list) => {
                 // Items of one certain type (not `dyn`): a list of it.
                 let items: Vec<Known<'t>> = list.elements.iter().map(|e| self.of(e)).collect();
@@ -228,8 +248,18 @@ impl<'e, 't> Output<'e, 't> {
     }
 
     fn call(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
-        let target = call.target.as_deref().map(|t| self.of(t));
-        let function = call.func_name.as_str();
+        // A function in a namespace (`sets.contains(a, b)`) is a global
+        // named so, unless a loop's variable has the namespace's name.
+        let qualified = match call.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(ns))
+                if NAMESPACES.contains(&ns.as_str()) && !self.scope.iter().any(|(n, _)| *n == ns.as_str()) =>
+            {
+                Some(format!("{ns}.{}", call.func_name))
+            }
+            _ => None,
+        };
+        let target = if qualified.is_some() { None } else { call.target.as_deref().map(|t| self.of(t)) };
+        let function = qualified.as_deref().unwrap_or(&call.func_name);
         if let ("_&&_" | "_||_", None) = (function, &target) {
             // Each side must be a bool: cel-go says so where it is not.
             for operand in &call.args {

@@ -82,7 +82,8 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
                 Vec::new()
             }
         }
-        _ => return None,
+        // Kubernetes' libraries, or not modelled.
+        _ => crate::libraries::results(function, target, args)?,
     };
     Some(match results.split_first() {
         None => Resolved::NoOverload(no_overload(function, target, args)),
@@ -139,7 +140,7 @@ fn boolean() -> DeclType {
 
 /// Whether an argument of type `arg` is taken by a parameter of the
 /// scalar type `param`.
-fn takes(param: &str, arg: &DeclType) -> bool {
+pub(crate) fn takes(param: &str, arg: &DeclType) -> bool {
     match arg {
         DeclType::Dyn => true,
         DeclType::Scalar(name) => *name == param || (*name == "null_type" && nullable(param)),
@@ -166,7 +167,7 @@ fn size(t: &DeclType) -> Vec<Option<DeclType>> {
 
 /// Whether `a` and `b` can be one type (`dyn` is any): a generic
 /// parameter's two uses, as in `_==_(A, A)`.
-fn unify(a: &DeclType, b: &DeclType) -> bool {
+pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
         (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
         (DeclType::Scalar(x), DeclType::Scalar(y)) => {

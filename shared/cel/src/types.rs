@@ -28,8 +28,9 @@ pub const BUILTIN_SCHEMAS: &str = include_str!("../schemas/builtin.json");
 pub enum DeclType {
     /// Anything (`x-kubernetes-int-or-string`, `options`): never checked.
     Dyn,
-    /// A string, number, boolean, bytes, timestamp or duration, by its
-    /// name in cel-go's messages (`bool`, `timestamp`).
+    /// A string, number, boolean, bytes, timestamp or duration, or an
+    /// opaque value of Kubernetes' libraries, by its name in cel-go's
+    /// messages (`bool`, `timestamp`, `kubernetes.Quantity`, `net.IP`).
     Scalar(&'static str),
     /// A list of the given items.
     List(Box<DeclType>),

@@ -1,0 +1,332 @@
+//! The functions Kubernetes' CEL libraries add to cel-go's standard ones
+//! in kube-apiserver 1.36's admission environment (quantities, semantic
+//! versions, URLs, IPs and CIDRs, regular expressions, lists, sets,
+//! strings, formats, optionals), each overload as cel-go declares it, so
+//! that a call none of them takes is refused in the API server's words
+//! (`found no matching overload for 'isGreaterThan' applied to
+//! 'kubernetes.Quantity.(string)'`) and what one gives is known
+//! (`quantity(s).asInteger()` is an `int`).
+//!
+//! Where Kubernetes declares a function for fewer types than the
+//! interpreter evaluates it for (`reverse` of a list, not of a string;
+//! `sign` as `sign(q)`, not `q.sign()`), the table is Kubernetes'. Each
+//! overload here was checked against the API server (`tests/libraries.rs`
+//! keeps its words); an overload missing from the table would refuse what
+//! the API server takes, so a function is listed whole or not at all.
+
+use crate::types::DeclType;
+
+/// A parameter's or a result's type in an overload.
+#[derive(Debug, Clone, Copy)]
+enum T {
+    /// A type by its name in cel-go's messages: `int`, `string`,
+    /// `kubernetes.Quantity`.
+    Named(&'static str),
+    /// The overload's type parameter (cel-go's `A`): every use is one type.
+    A,
+    /// A list of the given items.
+    List(&'static T),
+    /// A map from strings to the given values.
+    Map(&'static T),
+    /// Any type (cel-go's `dyn` parameter): gives `dyn`.
+    Any,
+    /// A type Portcullis does not follow (an optional): it takes only a
+    /// `dyn` argument, and gives nothing certain.
+    Untyped,
+}
+
+/// One overload: `receiver.function(params) -> result`, or a global
+/// (`function(params)`, `sets.contains(a, b)`) without a receiver.
+#[derive(Debug)]
+struct Overload {
+    function: &'static str,
+    receiver: Option<T>,
+    params: &'static [T],
+    result: T,
+}
+
+const fn global(function: &'static str, params: &'static [T], result: T) -> Overload {
+    Overload { function, receiver: None, params, result }
+}
+
+const fn member(receiver: T, function: &'static str, params: &'static [T], result: T) -> Overload {
+    Overload { function, receiver: Some(receiver), params, result }
+}
+
+const INT: T = T::Named("int");
+const UINT: T = T::Named("uint");
+const DOUBLE: T = T::Named("double");
+const STRING: T = T::Named("string");
+const BYTES: T = T::Named("bytes");
+const BOOL: T = T::Named("bool");
+const DURATION: T = T::Named("duration");
+const TIMESTAMP: T = T::Named("timestamp");
+const QUANTITY: T = T::Named("kubernetes.Quantity");
+const SEMVER: T = T::Named("kubernetes.Semver");
+const URL: T = T::Named("kubernetes.URL");
+const IP: T = T::Named("net.IP");
+const CIDR: T = T::Named("net.CIDR");
+const FORMAT: T = T::Named("kubernetes.NamedFormat");
+const STRINGS: T = T::List(&STRING);
+const LIST: T = T::List(&T::A);
+
+/// The overloads of `function` on lists of each type that `isSorted`,
+/// `min`, `max` and `sort` take (those cel-go can order), giving a
+/// `bool`, the `item` or the `list`.
+macro_rules! on_ordered_lists {
+    ($function:literal, $gives:ident) => {
+        [
+            on_ordered_lists!(@one $function, INT, $gives),
+            on_ordered_lists!(@one $function, UINT, $gives),
+            on_ordered_lists!(@one $function, DOUBLE, $gives),
+            on_ordered_lists!(@one $function, BOOL, $gives),
+            on_ordered_lists!(@one $function, STRING, $gives),
+            on_ordered_lists!(@one $function, BYTES, $gives),
+            on_ordered_lists!(@one $function, DURATION, $gives),
+            on_ordered_lists!(@one $function, TIMESTAMP, $gives),
+        ]
+    };
+    (@one $function:literal, $item:ident, bool) => {
+        member(T::List(&$item), $function, &[], BOOL)
+    };
+    (@one $function:literal, $item:ident, item) => {
+        member(T::List(&$item), $function, &[], $item)
+    };
+    (@one $function:literal, $item:ident, list) => {
+        member(T::List(&$item), $function, &[], T::List(&$item))
+    };
+}
+
+const QUANTITIES: [Overload; 13] = [
+    global("quantity", &[STRING], QUANTITY),
+    global("isQuantity", &[STRING], BOOL),
+    global("sign", &[QUANTITY], INT),
+    member(QUANTITY, "isGreaterThan", &[QUANTITY], BOOL),
+    member(QUANTITY, "isLessThan", &[QUANTITY], BOOL),
+    member(QUANTITY, "compareTo", &[QUANTITY], INT),
+    member(QUANTITY, "add", &[QUANTITY], QUANTITY),
+    member(QUANTITY, "add", &[INT], QUANTITY),
+    member(QUANTITY, "sub", &[QUANTITY], QUANTITY),
+    member(QUANTITY, "sub", &[INT], QUANTITY),
+    member(QUANTITY, "isInteger", &[], BOOL),
+    member(QUANTITY, "asInteger", &[], INT),
+    member(QUANTITY, "asApproximateFloat", &[], DOUBLE),
+];
+
+const SEMVERS: [Overload; 10] = [
+    global("semver", &[STRING], SEMVER),
+    global("semver", &[STRING, BOOL], SEMVER),
+    global("isSemver", &[STRING], BOOL),
+    global("isSemver", &[STRING, BOOL], BOOL),
+    member(SEMVER, "major", &[], INT),
+    member(SEMVER, "minor", &[], INT),
+    member(SEMVER, "patch", &[], INT),
+    member(SEMVER, "isGreaterThan", &[SEMVER], BOOL),
+    member(SEMVER, "isLessThan", &[SEMVER], BOOL),
+    member(SEMVER, "compareTo", &[SEMVER], INT),
+];
+
+const URLS: [Overload; 8] = [
+    global("url", &[STRING], URL),
+    global("isURL", &[STRING], BOOL),
+    member(URL, "getScheme", &[], STRING),
+    member(URL, "getHost", &[], STRING),
+    member(URL, "getHostname", &[], STRING),
+    member(URL, "getPort", &[], STRING),
+    member(URL, "getEscapedPath", &[], STRING),
+    member(URL, "getQuery", &[], T::Map(&STRINGS)),
+];
+
+const IPS: [Overload; 18] = [
+    global("ip", &[STRING], IP),
+    global("isIP", &[STRING], BOOL),
+    global("ip.isCanonical", &[STRING], BOOL),
+    member(IP, "family", &[], INT),
+    member(IP, "isUnspecified", &[], BOOL),
+    member(IP, "isLoopback", &[], BOOL),
+    member(IP, "isLinkLocalMulticast", &[], BOOL),
+    member(IP, "isLinkLocalUnicast", &[], BOOL),
+    member(IP, "isGlobalUnicast", &[], BOOL),
+    global("cidr", &[STRING], CIDR),
+    global("isCIDR", &[STRING], BOOL),
+    member(CIDR, "containsIP", &[STRING], BOOL),
+    member(CIDR, "containsIP", &[IP], BOOL),
+    member(CIDR, "containsCIDR", &[STRING], BOOL),
+    member(CIDR, "containsCIDR", &[CIDR], BOOL),
+    member(CIDR, "ip", &[], IP),
+    member(CIDR, "masked", &[], CIDR),
+    member(CIDR, "prefixLength", &[], INT),
+];
+
+const REGEX: [Overload; 3] = [
+    member(STRING, "find", &[STRING], STRING),
+    member(STRING, "findAll", &[STRING], STRINGS),
+    member(STRING, "findAll", &[STRING, INT], STRINGS),
+];
+
+/// cel-go's strings extension at the version Kubernetes enables (2: no
+/// `reverse` of a string), with `indexOf` and `lastIndexOf` of a list
+/// from Kubernetes' lists library beside those of a string.
+const STRINGS_EXT: [Overload; 20] = [
+    member(STRING, "charAt", &[INT], STRING),
+    member(STRING, "indexOf", &[STRING], INT),
+    member(STRING, "indexOf", &[STRING, INT], INT),
+    member(LIST, "indexOf", &[T::A], INT),
+    member(STRING, "lastIndexOf", &[STRING], INT),
+    member(STRING, "lastIndexOf", &[STRING, INT], INT),
+    member(LIST, "lastIndexOf", &[T::A], INT),
+    member(STRING, "lowerAscii", &[], STRING),
+    member(STRING, "upperAscii", &[], STRING),
+    member(STRING, "replace", &[STRING, STRING], STRING),
+    member(STRING, "replace", &[STRING, STRING, INT], STRING),
+    member(STRING, "split", &[STRING], STRINGS),
+    member(STRING, "split", &[STRING, INT], STRINGS),
+    member(STRING, "substring", &[INT], STRING),
+    member(STRING, "substring", &[INT, INT], STRING),
+    member(STRING, "trim", &[], STRING),
+    member(STRINGS, "join", &[], STRING),
+    member(STRINGS, "join", &[STRING], STRING),
+    global("strings.quote", &[STRING], STRING),
+    member(STRING, "format", &[T::List(&T::Any)], STRING),
+];
+
+/// Kubernetes' lists library and cel-go's lists extension.
+const LISTS: [Overload; 12] = [
+    member(T::List(&INT), "sum", &[], INT),
+    member(T::List(&UINT), "sum", &[], UINT),
+    member(T::List(&DOUBLE), "sum", &[], DOUBLE),
+    member(T::List(&DURATION), "sum", &[], DURATION),
+    global("lists.range", &[INT], T::List(&INT)),
+    member(LIST, "slice", &[INT, INT], LIST),
+    member(LIST, "distinct", &[], LIST),
+    member(LIST, "reverse", &[], LIST),
+    member(LIST, "first", &[], T::Untyped),
+    member(LIST, "last", &[], T::Untyped),
+    member(T::List(&LIST), "flatten", &[], LIST),
+    member(T::List(&T::Any), "flatten", &[INT], T::List(&T::Any)),
+];
+
+const ORDERED_LISTS: [[Overload; 8]; 4] = [
+    on_ordered_lists!("isSorted", bool),
+    on_ordered_lists!("min", item),
+    on_ordered_lists!("max", item),
+    on_ordered_lists!("sort", list),
+];
+
+const SETS: [Overload; 3] = [
+    global("sets.contains", &[LIST, LIST], BOOL),
+    global("sets.equivalent", &[LIST, LIST], BOOL),
+    global("sets.intersects", &[LIST, LIST], BOOL),
+];
+
+/// Kubernetes' named formats of OpenAPI and of its own names.
+const FORMATS: [Overload; 15] = [
+    global("format.byte", &[], FORMAT),
+    global("format.date", &[], FORMAT),
+    global("format.datetime", &[], FORMAT),
+    global("format.dns1035Label", &[], FORMAT),
+    global("format.dns1035LabelPrefix", &[], FORMAT),
+    global("format.dns1123Label", &[], FORMAT),
+    global("format.dns1123LabelPrefix", &[], FORMAT),
+    global("format.dns1123Subdomain", &[], FORMAT),
+    global("format.dns1123SubdomainPrefix", &[], FORMAT),
+    global("format.labelValue", &[], FORMAT),
+    global("format.qualifiedName", &[], FORMAT),
+    global("format.uri", &[], FORMAT),
+    global("format.uuid", &[], FORMAT),
+    global("format.named", &[STRING], T::Untyped),
+    member(FORMAT, "validate", &[STRING], T::Untyped),
+];
+
+/// The optional library: an optional value is of no certain type here.
+const OPTIONALS: [Overload; 7] = [
+    global("optional.of", &[T::Any], T::Untyped),
+    global("optional.ofNonZeroValue", &[T::Any], T::Untyped),
+    global("optional.none", &[], T::Untyped),
+    member(T::Untyped, "hasValue", &[], BOOL),
+    member(T::Untyped, "value", &[], T::Untyped),
+    member(T::Untyped, "orValue", &[T::Any], T::Untyped),
+    member(T::Untyped, "or", &[T::Untyped], T::Untyped),
+];
+
+/// Every overload of the table, looked up by function name.
+fn overloads() -> impl Iterator<Item = &'static Overload> {
+    QUANTITIES
+        .iter()
+        .chain(&SEMVERS)
+        .chain(&URLS)
+        .chain(&IPS)
+        .chain(&REGEX)
+        .chain(&STRINGS_EXT)
+        .chain(&LISTS)
+        .chain(ORDERED_LISTS.iter().flatten())
+        .chain(&SETS)
+        .chain(&FORMATS)
+        .chain(&OPTIONALS)
+}
+
+/// What the call of `function` on `target` (a method) with `args` gives,
+/// each of a certain type: the results of the overloads that take them,
+/// in the table's order (none: no overload takes them); `None` when no
+/// library declares the function.
+pub(crate) fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Vec<Option<DeclType>>> {
+    let mut named = overloads().filter(|o| o.function == function).peekable();
+    named.peek()?;
+    // A method call finds only methods, a global call only globals.
+    let results = named.filter(|o| o.receiver.is_some() == target.is_some()).filter_map(|o| o.takes(target, args));
+    Some(results.collect())
+}
+
+impl Overload {
+    /// The result when this overload takes the arguments: its type,
+    /// `None` where not certain.
+    fn takes(&self, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Option<DeclType>> {
+        if self.params.len() != args.len() {
+            return None;
+        }
+        let mut a = Binding::default();
+        let receiver = match (self.receiver, target) {
+            (Some(param), Some(arg)) => a.bind(param, arg),
+            _ => true,
+        };
+        let taken = receiver && self.params.iter().zip(args).all(|(param, arg)| a.bind(*param, arg));
+        taken.then(|| a.result(self.result))
+    }
+}
+
+/// What the type parameter `A` stands for in one call.
+#[derive(Debug, Default)]
+struct Binding {
+    a: Option<DeclType>,
+}
+
+impl Binding {
+    /// Whether an argument of type `arg` is taken by `param`, binding `A`.
+    fn bind(&mut self, param: T, arg: &DeclType) -> bool {
+        match (param, arg) {
+            (_, DeclType::Dyn) | (T::Any, _) => true,
+            (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
+            (T::A, arg) => match &self.a {
+                Some(bound) => crate::overloads::unify(bound, arg),
+                None => {
+                    self.a = Some(arg.clone());
+                    true
+                }
+            },
+            (T::List(items), DeclType::List(found)) | (T::Map(items), DeclType::Map(found)) => self.bind(*items, found),
+            _ => false,
+        }
+    }
+
+    /// `result` with `A` as bound (`dyn` where nothing bound it).
+    fn result(&self, result: T) -> Option<DeclType> {
+        Some(match result {
+            T::Named(name) => DeclType::Scalar(name),
+            T::Any => DeclType::Dyn,
+            T::A => self.a.clone().unwrap_or(DeclType::Dyn),
+            T::List(items) => DeclType::List(Box::new(self.result(*items)?)),
+            T::Map(values) => DeclType::Map(Box::new(self.result(*values)?)),
+            T::Untyped => return None,
+        })
+    }
+}
