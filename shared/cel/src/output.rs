@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
 use crate::declared::NAMESPACES;
-use crate::overloads::{Resolved, resolve};
+use crate::overloads::{CONVERSIONS, Resolved, resolve};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
@@ -43,6 +43,9 @@ pub(crate) struct Analysis {
 pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
     let mut walk = Output::new(variables);
     let output = walk.of(expr).and_then(|t| result_name(&t));
+    // A call none takes gives cel-go's error type, not a result to
+    // judge: its own error is what is said.
+    let output = output.filter(|_| walk.errors.is_empty());
     Analysis { output, overload_errors: walk.errors }
 }
 
@@ -95,32 +98,6 @@ fn scalar(name: &'static str) -> Known<'static> {
 
 fn dynamic() -> Known<'static> {
     Some(Cow::Owned(DeclType::Dyn))
-}
-
-/// What the conversion `function` gives of an argument of type
-/// `argument`: its type, where the argument is one it surely takes (or
-/// not certain); else nothing certain (cel-go refuses some of those,
-/// which is not modelled).
-fn conversion(function: &str, argument: Option<&DeclType>) -> Known<'static> {
-    let (result, takes): (&'static str, &[&str]) = match function {
-        "string" => (
-            "string",
-            &["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration", "net.IP", "net.CIDR"],
-        ),
-        "int" => ("int", &["int", "uint", "double", "string", "timestamp"]),
-        "uint" => ("uint", &["uint", "int", "double", "string"]),
-        "double" => ("double", &["double", "int", "uint", "string"]),
-        "bool" => ("bool", &["bool", "string"]),
-        "bytes" => ("bytes", &["bytes", "string"]),
-        "timestamp" => ("timestamp", &["timestamp", "string", "int"]),
-        _ => ("duration", &["duration", "string", "int"]),
-    };
-    let taken = match argument {
-        None | Some(DeclType::Dyn) => true,
-        Some(DeclType::Scalar(name)) => takes.contains(name),
-        Some(_) => false,
-    };
-    if taken { scalar(result) } else { None }
 }
 
 struct Output<'e, 't> {
@@ -203,6 +180,8 @@ impl<'e, 't> Output<'e, 't> {
             Expr::List(list) if list.elements.is_empty() => Some(Cow::Owned(DeclType::List(Box::new(DeclType::Dyn)))),
             Expr::List(list) => {
                 // Items of one certain type (not `dyn`): a list of it.
+                // Of items of different types cel-go says more, where
+                // the list meets another type (not followed).
                 let items: Vec<Known<'t>> = list.elements.iter().map(|e| self.of(e)).collect();
                 let first = items.first().cloned().flatten()?;
                 let one = *first != DeclType::Dyn && items.iter().all(|t| t.as_deref() == Some(&*first));
@@ -282,20 +261,6 @@ impl<'e, 't> Output<'e, 't> {
                     _ => None,
                 };
             }
-            // An index of the wrong type picks no overload (not modelled):
-            // nothing certain.
-            ("_[_]", None, [operand, key]) => {
-                let wanted = match operand.as_deref()? {
-                    DeclType::List(_) => DeclType::Scalar("int"),
-                    DeclType::Map(_) => DeclType::Scalar("string"),
-                    _ => DeclType::Dyn,
-                };
-                let taken = key.as_deref().is_none_or(|k| *k == DeclType::Dyn || *k == wanted);
-                return if taken || wanted == DeclType::Dyn { items(operand.clone()?) } else { None };
-            }
-            ("string" | "int" | "uint" | "double" | "bool" | "bytes" | "timestamp" | "duration", None, [argument]) => {
-                return conversion(function, argument.as_deref());
-            }
             ("@not_strictly_false", None, _) => return scalar("bool"),
             _ => {}
         }
@@ -309,9 +274,23 @@ impl<'e, 't> Output<'e, 't> {
         };
         match resolved {
             Some(Resolved::Gives(t)) => t.map(Cow::Owned),
+            // cel-go's error type, which any parameter takes, as `dyn`.
             Some(Resolved::NoOverload(message)) => {
                 self.errors.push((expr.id, message));
-                None
+                dynamic()
+            }
+            // An index of an object's list or map (whose type cel-go
+            // names and Portcullis does not) or of one not certain.
+            None if function == "_[_]" => match args.as_slice() {
+                [operand, _] => items(operand.clone()?),
+                _ => None,
+            },
+            // A conversion gives its type whatever it converts.
+            None if target.is_none() && args.len() == 1 && CONVERSIONS.contains(&function) => {
+                match resolve(function, None, &[&DeclType::Dyn]) {
+                    Some(Resolved::Gives(t)) => t.map(Cow::Owned),
+                    _ => None,
+                }
             }
             // Not in the table, or an argument not certain: what the
             // call gives is certain for these alone.

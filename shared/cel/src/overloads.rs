@@ -24,6 +24,10 @@ pub(crate) enum Resolved {
 const SCALARS_ADDED: [&str; 5] = ["int", "uint", "double", "string", "bytes"];
 const NUMBERS: [&str; 3] = ["int", "uint", "double"];
 const INTEGERS: [&str; 2] = ["int", "uint"];
+/// The conversions, each a function of one argument named by the type it
+/// gives.
+pub(crate) const CONVERSIONS: [&str; 9] =
+    ["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration", "dyn"];
 const ORDERED: [&str; 8] = ["int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration"];
 
 /// The call of `function` (on `target` when it is a method) with `args`,
@@ -67,6 +71,8 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
         ("-_", None, [operand]) => {
             ["int", "double"].iter().filter(|t| takes(t, operand)).map(|t| Some(DeclType::Scalar(t))).collect()
         }
+        ("_[_]", None, [collection, key]) => index(collection, key),
+        (_, None, [argument]) if CONVERSIONS.contains(&function) => conversion(function, argument),
         ("size", None, [sized]) => size(sized),
         ("size", Some(sized), []) => size(sized),
         ("size", None, _) => Vec::new(),
@@ -153,6 +159,38 @@ pub(crate) fn takes(param: &str, arg: &DeclType) -> bool {
 /// types they are) let it.
 fn nullable(name: &str) -> bool {
     matches!(name, "timestamp" | "duration")
+}
+
+/// `collection[key]`: a list's item by an `int`, a map's value by a
+/// `string`, anything of a `dyn`.
+fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
+    let (wanted, item) = match collection {
+        DeclType::Dyn => return vec![Some(DeclType::Dyn)],
+        DeclType::List(items) => ("int", items),
+        DeclType::Map(values) => ("string", values),
+        _ => return Vec::new(),
+    };
+    if takes(wanted, key) { vec![Some((**item).clone())] } else { Vec::new() }
+}
+
+/// The conversion `function` of `argument`: the types each takes, as
+/// cel-go declares them (and Kubernetes' IPs and CIDRs to a string).
+fn conversion(function: &str, argument: &DeclType) -> Vec<Option<DeclType>> {
+    let (result, taken): (&'static str, &[&str]) = match function {
+        "dyn" => return vec![Some(DeclType::Dyn)],
+        "string" => (
+            "string",
+            &["string", "int", "uint", "double", "bool", "bytes", "timestamp", "duration", "net.IP", "net.CIDR"],
+        ),
+        "int" => ("int", &["int", "uint", "double", "string", "timestamp", "duration"]),
+        "uint" => ("uint", &["uint", "int", "double", "string"]),
+        "double" => ("double", &["double", "int", "uint", "string"]),
+        "bool" => ("bool", &["bool", "string"]),
+        "bytes" => ("bytes", &["bytes", "string"]),
+        "timestamp" => ("timestamp", &["timestamp", "string", "int"]),
+        _ => ("duration", &["duration", "string", "int"]),
+    };
+    if taken.iter().any(|t| takes(t, argument)) { vec![Some(DeclType::Scalar(result))] } else { Vec::new() }
 }
 
 /// `size` of `t`: an `int` of a string, bytes, a list or a map.

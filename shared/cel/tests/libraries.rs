@@ -619,8 +619,8 @@ fn library_calls_are_taken_and_refused_as_the_api_server_does() {
     // value, whose type is not followed, and a format string that does
     // not fit its arguments.
     let not_yet = [
-        "'abc'.format(['a']) == 'x'",
         "[1,'a'].sum() == 1",
+        "'abc'.format(['a']) == 'x'",
         "'a'.or(optional.none()).hasValue()",
         "optional.of(1).orValue('a') == 1",
     ];
