@@ -118,6 +118,17 @@ pub fn variable_type(source: &str, earlier: &[Variable<'_>]) -> Option<DeclType>
     crate::output::variable_type(program.expression(), earlier)
 }
 
+/// The type the API server's type checking (`status.typeChecking`) gives
+/// a policy's variable whose expression is `source`, with `typed` the
+/// types of one kind the policy matches and the variables before it:
+/// a scalar, or a list or map of scalars, that the schemas type it
+/// (`object.spec.replicas` an `int`); `None` (`dyn`) for an object, as
+/// there, and where the type is not followed.
+pub fn checked_variable_type(source: &str, typed: Typed<'_>) -> Option<DeclType> {
+    let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).ok()?;
+    crate::typecheck::value_type(program.expression(), typed)
+}
+
 /// The field errors of `program` (compiled from `source`) with `typed`,
 /// at their positions.
 fn field_issues(source: &str, program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(isize, isize, String)> {

@@ -16,7 +16,9 @@
 //! result, a literal) is never checked, so where in doubt nothing is said.
 //! A variable's value has the type its expression has where that is
 //! certain ([`crate::refusal::variable_type`]), as the API server types
-//! it: `variables.name.x` of `name: "'a'"` selects from a `string`.
+//! it: `variables.name.x` of `name: "'a'"` selects from a `string`; in
+//! the status also where the kind's schema types it (`value_type`:
+//! `object.spec.replicas` an `int`, an object `dyn`).
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
@@ -58,6 +60,19 @@ pub(crate) fn field_errors(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, Strin
     let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
     walk.expr(expr);
     walk.found
+}
+
+/// The type the status controller gives a policy variable whose
+/// expression is `expr`, with `typed`: a scalar, or a list or map of
+/// scalars, that the schemas type it (`object.spec.replicas` is an `int`);
+/// `None` (`dyn`) for an object or a list of them, as the API server
+/// gives, and where the walk does not follow it.
+pub(crate) fn value_type(expr: &IdedExpr, typed: Typed<'_>) -> Option<DeclType> {
+    let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
+    match walk.expr(expr) {
+        Ty::Of(t) => t.cel_name().is_some().then(|| t.clone()),
+        _ => None,
+    }
 }
 
 /// A type as far as the walk follows it.

@@ -104,6 +104,31 @@ fn policies() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // Variables typed by the kind's schema where they hold a
+            // scalar (or a map of them); an object or a list of objects
+            // is `dyn`, as the status controller types them.
+            "typecheck-variables.example.com",
+            policy(
+                "typecheck-variables.example.com",
+                &[DEPLOYMENTS, PODS],
+                &format!(
+                    "  variables:\n  - {{name: cs, expression: 'object.spec.template.spec.containers'}}\n  \
+                     - {{name: spec, expression: 'object.spec'}}\n  \
+                     - {{name: r, expression: 'object.spec.replicas'}}\n  \
+                     - {{name: labels, expression: 'object.metadata.labels'}}\n  \
+                     - {{name: r2, expression: 'variables.r'}}\n  \
+                     - {{name: image, expression: 'object.spec.template.spec.containers[0].image'}}\n{}",
+                    validations(&[
+                        ("variables.cs.all(c, c.nam != '') && variables.cs[0].imagee == ''", None),
+                        ("variables.spec.replicsa > 1", None),
+                        ("variables.r.x == 1", Some("'r is ' + string(variables.r2.y)")),
+                        ("variables.labels.a.b == ''", None),
+                        ("variables.image.w == ''", None),
+                    ])
+                ),
+            ),
+        ),
+        (
             "typecheck-params.example.com",
             policy(
                 "typecheck-params.example.com",

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
-use portcullis_cel::refusal::type_checked;
+use portcullis_cel::refusal::{checked_variable_type, type_checked};
 use portcullis_cel::typecheck::{Typed, Variable};
 use portcullis_cel::types::{DeclType, Schemas};
 
@@ -50,15 +50,17 @@ pub fn check(policy: &ValidatingAdmissionPolicy, schemas: &Schemas) -> Vec<Expre
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         schemas.kind(group, version, kind.kind.as_deref()?)
     });
-    // The status controller types the variables by the kind's schema,
-    // which Portcullis does not follow through a variable: their values
-    // are not checked here.
-    let variables: Vec<Variable> = spec.variables.iter().flatten().map(|v| Variable::untyped(&v.name)).collect();
+    // The status controller types the variables by each kind's schema,
+    // in order: a scalar (`object.spec.replicas`), or a list or map of
+    // them, has its type; an object is `dyn`.
+    let variables: Vec<Vec<Variable>> =
+        kinds.iter().map(|(_, object)| typed_variables(spec, object, params.as_ref())).collect();
     let found = |source: &str| {
         let per_kind: Vec<String> = kinds
             .iter()
-            .filter_map(|((group, version, kind), object)| {
-                let typed = Typed { object: Some(object), params: params.as_ref(), variables: Some(&variables) };
+            .zip(&variables)
+            .filter_map(|(((group, version, kind), object), variables)| {
+                let typed = Typed { object: Some(object), params: params.as_ref(), variables: Some(variables) };
                 let issues = type_checked(source, typed)?;
                 Some(format!("{group}/{version}, Kind={kind}: {issues}\n"))
             })
@@ -99,6 +101,22 @@ pub fn warnings(policies: &[ValidatingAdmissionPolicy], schemas: &Schemas) -> Ve
         }
     }
     out
+}
+
+/// The policy's variables as the status controller types them for the
+/// kind `object` (and `params`), each seeing those before it.
+fn typed_variables<'a>(
+    spec: &'a ValidatingAdmissionPolicySpec,
+    object: &DeclType,
+    params: Option<&DeclType>,
+) -> Vec<Variable<'a>> {
+    let mut typed: Vec<Variable<'a>> = Vec::new();
+    for variable in spec.variables.iter().flatten() {
+        let seen = Typed { object: Some(object), params, variables: Some(&typed) };
+        let value = checked_variable_type(&variable.expression, seen);
+        typed.push(Variable { name: &variable.name, value });
+    }
+    typed
 }
 
 /// The kinds the API server checks `spec` against (`typesToCheck`): of
