@@ -27,7 +27,9 @@ use crate::types::{DeclType, INDEX, KEY, NAMESPACE, REQUEST};
 /// What an expression's variables are known to be.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Typed<'t> {
-    /// `object` and `oldObject`: their kind's type (`None`: `dyn`).
+    /// `object` and `oldObject`: their kind's type (`None`: `dyn`, as
+    /// when a policy is created; typed, as the status controller checks
+    /// it).
     pub object: Option<&'t DeclType>,
     /// `params`: the `paramKind`'s type (`None`: `dyn`).
     pub params: Option<&'t DeclType>,
@@ -148,6 +150,19 @@ impl<'t, 'e> Walk<'t, 'e> {
     fn expr(&mut self, expr: &'e IdedExpr) -> Ty<'t> {
         match &expr.expr {
             Expr::Ident(name) => self.ident(name),
+            // The status controller's checker does not resolve the
+            // authorizer's `requestResource` and says so at each use (the
+            // policy runs); when the policy is created, it does.
+            Expr::Select(select)
+                if self.typed.object.is_some()
+                    && select.field == "requestResource"
+                    && matches!(&select.operand.expr, Expr::Ident(n) if n == "authorizer")
+                    && !self.scope.iter().any(|(n, _)| *n == "authorizer") =>
+            {
+                let message = "unexpected failed resolution of 'kubernetes.authorization.Authorizer'";
+                self.found.push((expr.id, message.to_owned()));
+                Ty::Dyn
+            }
             Expr::Select(select) => {
                 let operand = self.expr(&select.operand);
                 let field = self.field(expr.id, operand, &select.field, false);

@@ -129,6 +129,27 @@ fn policies() -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            // The status controller does not resolve the authorizer's
+            // `requestResource`, and says so at each use.
+            "typecheck-authorizer.example.com",
+            policy(
+                "typecheck-authorizer.example.com",
+                &[DEPLOYMENTS],
+                &validations(&[
+                    ("authorizer.requestResource.check('create').allowed()", None),
+                    (
+                        "authorizer.group('apps').resource('deployments').check('get').allowed() || object.spec.x == 1",
+                        None,
+                    ),
+                    (
+                        "authorizer.requestResource.namespace('a').check('get').allowed() && \
+                         authorizer.requestResource.check('x').allowed()",
+                        None,
+                    ),
+                ]),
+            ),
+        ),
+        (
             "typecheck-params.example.com",
             policy(
                 "typecheck-params.example.com",
