@@ -11,8 +11,9 @@
 //! `base64.encode`, `cel.bind`), a function no library declares
 //! (`l.foo(1)`), or a macro's name called with the wrong count of
 //! arguments (`l.all(x)`, `l.existsOne(x, p)`). Where in doubt a name is
-//! taken: types usable as values, every namespace Kubernetes declares
-//! functions in, and every function the interpreter has.
+//! taken: types usable as values, and every namespace Kubernetes declares
+//! functions in. The functions are the ones kube-apiserver 1.36
+//! declares, not the ones the interpreter has.
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
@@ -58,30 +59,122 @@ const TYPES: [&str; 19] = [
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 pub(crate) const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
 
-/// Functions Kubernetes' CEL declares that the interpreter does not
-/// register by name (it evaluates them itself, or they are the
-/// authorizer's, which Portcullis refuses with its own words, or the
-/// optional library's `unwrapOpt`, which it lacks).
-const UNREGISTERED: [&str; 19] = [
+/// The functions kube-apiserver 1.36's admission CEL declares, by name,
+/// outside a namespace: cel-go's standard library and the extensions
+/// Kubernetes enables (strings, lists, sets, optionals, two-variable
+/// comprehensions), and Kubernetes' own libraries (quantities, semantic
+/// versions, URLs, IPs and CIDRs, regular expressions, lists, formats,
+/// the authorizer's), as the 1.36 environment lists its declarations
+/// (`k8s.io/apiserver` v0.36.3). A name the interpreter has and Kubernetes
+/// lacks is undeclared there, and here.
+const FUNCTIONS: [&str; 107] = [
+    "add",
     "allowed",
+    "asApproximateFloat",
+    "asInteger",
     "bool",
+    "bytes",
+    "charAt",
     "check",
+    "cidr",
+    "compareTo",
+    "contains",
+    "containsCIDR",
+    "containsIP",
+    "distinct",
+    "double",
+    "duration",
     "dyn",
+    "endsWith",
     "error",
     "errored",
+    "family",
     "fieldSelector",
+    "find",
+    "findAll",
+    "first",
+    "flatten",
+    "format",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getEscapedPath",
+    "getFullYear",
+    "getHost",
+    "getHostname",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getMonth",
+    "getPort",
+    "getQuery",
+    "getScheme",
+    "getSeconds",
     "group",
+    "hasValue",
+    "indexOf",
+    "int",
+    "ip",
+    "isCIDR",
+    "isGlobalUnicast",
+    "isGreaterThan",
+    "isIP",
+    "isInteger",
+    "isLessThan",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isLoopback",
+    "isQuantity",
+    "isSemver",
+    "isSorted",
+    "isURL",
+    "isUnspecified",
+    "join",
     "labelSelector",
+    "last",
+    "lastIndexOf",
+    "lowerAscii",
+    "major",
+    "masked",
+    "matches",
+    "max",
+    "min",
+    "minor",
     "name",
     "namespace",
+    "or",
+    "orValue",
+    "patch",
     "path",
+    "prefixLength",
+    "quantity",
     "reason",
-    "requestResource",
+    "replace",
     "resource",
+    "reverse",
+    "semver",
     "serviceAccount",
+    "sign",
+    "size",
+    "slice",
+    "sort",
+    "split",
+    "startsWith",
+    "string",
+    "sub",
     "subresource",
+    "substring",
+    "sum",
+    "timestamp",
+    "trim",
     "type",
+    "uint",
     "unwrapOpt",
+    "upperAscii",
+    "url",
+    "validate",
+    "value",
 ];
 
 /// The macros of Kubernetes' CEL: a call by one of these names is left
@@ -109,7 +202,7 @@ const MACROS: [&str; 13] = [
 /// call (`_+_`, `@in`, `cel.@mapInsert`) are always found.
 fn undeclared_function(name: &str) -> bool {
     let internal = name.starts_with(['_', '@', '!', '-']) || name.contains('@');
-    !internal && (MACROS.contains(&name) || !(crate::evaluate::has_function(name) || UNREGISTERED.contains(&name)))
+    !internal && (MACROS.contains(&name) || !FUNCTIONS.contains(&name))
 }
 
 /// What [`find`] and [`find_all`] find.
@@ -180,7 +273,7 @@ impl<'a> Walk<'a, '_> {
                         if !self.declared(ns) && !NAMESPACES.contains(&ns.as_str()) =>
                     {
                         self.found.push((target.id, Undeclared::Name(ns.clone())));
-                        if !crate::evaluate::has_function(&call.func_name) {
+                        if !FUNCTIONS.contains(&call.func_name.as_str()) {
                             self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
                         }
                     }

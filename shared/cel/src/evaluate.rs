@@ -23,12 +23,6 @@ thread_local! {
     };
 }
 
-/// Whether Kubernetes' CEL library (as registered for evaluation) has a
-/// function named `name`.
-pub(crate) fn has_function(name: &str) -> bool {
-    ROOT.with(|root| root.has_function(name))
-}
-
 /// A limit stopped an evaluation, in `expression`.
 ///
 /// The message names the flags by which every Portcullis service that

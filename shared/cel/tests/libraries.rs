@@ -613,6 +613,10 @@ fn library_calls_are_taken_and_refused_as_the_api_server_does() {
         ("optional.ofNonZeroValue('a').hasValue()", None),
         ("format.dns1123Label() == format.dns1123Label()", None),
         ("format.labelValue()", Some("must evaluate to bool but got kubernetes.NamedFormat")),
+        // Functions the interpreter has and Kubernetes 1.36 does not declare.
+        ("isIPv4('1.2.3.4')", Some("ERROR: <input>:1:7: undeclared reference to 'isIPv4' (in container '')")),
+        ("isCIDRv6('::/0')", Some("ERROR: <input>:1:9: undeclared reference to 'isCIDRv6' (in container '')")),
+        ("'a'.isIPv6()", Some("ERROR: <input>:1:11: undeclared reference to 'isIPv6' (in container '')")),
     ];
     // What the API server says and `check` does not say yet: a list
     // literal whose items are of different types, calls with an optional
