@@ -31,7 +31,7 @@ pub struct Declarations<'a> {
     /// `authorizer`: every field but a message expression.
     pub authorizer: bool,
     /// The policy's variables the field sees, each with its value's type
-    /// where it is certain ([`variable_type`]): every one, but for a
+    /// where it is certain ([`compiled_variable`]): every one, but for a
     /// variable those before it; `None`: `variables` is not declared (a
     /// match condition).
     pub variables: Option<&'a [Variable<'a>]>,
@@ -72,6 +72,22 @@ impl Returns {
 /// `None` when it takes it (as far as syntax, names, fields and the
 /// certain result types go).
 pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Option<String> {
+    compiled(source, declarations).err()
+}
+
+/// What the API server says of `source`, a policy variable's expression,
+/// seeing `declarations` (the variables before it): the type it gives the
+/// variable's value where it is certain (the expression's type,
+/// `string`, `list(string)`; `dyn` for an object, `request.userInfo`), or
+/// its refusal, as [`compilation_failed`] words it. Compiled once.
+pub fn compiled_variable(source: &str, declarations: Declarations<'_>) -> Result<Option<DeclType>, String> {
+    let program = compiled(source, Declarations { returns: Returns::Any, ..declarations })?;
+    Ok(crate::output::variable_type(program.expression(), declarations.variables.unwrap_or_default()))
+}
+
+/// `source` compiled, or the API server's refusal of it in a field that
+/// declares `declarations`.
+fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, String> {
     let hidden: Vec<&str> = [
         (!declarations.params).then_some("params"),
         (!declarations.authorizer).then_some("authorizer"),
@@ -85,7 +101,8 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
         Ok(compiled) => compiled,
         Err(errors) => {
             let issues = errors.errors.into_iter().map(|e| (e.pos.0, e.pos.1, e.msg)).collect();
-            return printed(source, issues).map(|issues| format!("compilation failed: {issues}"));
+            let printed = printed(source, issues).unwrap_or_default();
+            return Err(format!("compilation failed: {printed}"));
         }
     };
     let undeclared =
@@ -102,20 +119,13 @@ pub fn compilation_failed(source: &str, declarations: Declarations<'_>) -> Optio
     });
     let issues = undeclared.chain(field_issues(source, &program, &info, typed)).chain(overloads).collect();
     if let Some(issues) = printed(source, issues) {
-        return Some(format!("compilation failed: {issues}"));
+        return Err(format!("compilation failed: {issues}"));
     }
     // Compiled: what it evaluates to, where that is certain.
-    analysis.output.and_then(|got| declarations.returns.refuses(&got))
-}
-
-/// The type the API server gives a policy's variable whose expression is
-/// `source`, seeing the variables `earlier`, where it is certain: the
-/// expression's type (`string`, `list(string)`), `dyn` for an object
-/// (`request.userInfo`); `None` when it is not certain or `source` does
-/// not compile.
-pub fn variable_type(source: &str, earlier: &[Variable<'_>]) -> Option<DeclType> {
-    let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).ok()?;
-    crate::output::variable_type(program.expression(), earlier)
+    match analysis.output.and_then(|got| declarations.returns.refuses(&got)) {
+        Some(refused) => Err(refused),
+        None => Ok(program),
+    }
 }
 
 /// The type the API server's type checking (`status.typeChecking`) gives
@@ -343,8 +353,8 @@ mod tests {
         ];
         let mut variables = vec![Variable::untyped("anything")];
         for (name, source) in [("name", "object.metadata.name"), ("labels", "namespaceObject.metadata.labels")] {
-            let value = variable_type(source, &variables);
-            variables.push(Variable { name, value });
+            let value = compiled_variable(source, Declarations { variables: Some(&variables), ..ALL });
+            variables.push(Variable { name, value: value.ok().flatten() });
         }
         for (source, declarations, expected) in cases {
             let declarations = Declarations { variables: Some(&variables), ..declarations };
@@ -352,7 +362,7 @@ mod tests {
         }
         // A variable's value typed by its expression: selecting from a
         // scalar is refused, as the API server refuses it.
-        let typed = [Variable { name: "s", value: variable_type("'a'", &[]) }];
+        let typed = [Variable { name: "s", value: compiled_variable("'a'", ALL).ok().flatten() }];
         let refused = compilation_failed("variables.s.x == 1", Declarations { variables: Some(&typed), ..ALL });
         assert!(refused.is_some_and(|m| m.contains("type 'string' does not support field selection")));
     }

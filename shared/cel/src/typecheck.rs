@@ -15,7 +15,7 @@
 //! overloads (`'a' > 1`): a type the walk does not follow (a function's
 //! result, a literal) is never checked, so where in doubt nothing is said.
 //! A variable's value has the type its expression has where that is
-//! certain ([`crate::refusal::variable_type`]), as the API server types
+//! certain ([`crate::refusal::compiled_variable`]), as the API server types
 //! it: `variables.name.x` of `name: "'a'"` selects from a `string`; in
 //! the status also where the kind's schema types it (`value_type`:
 //! `object.spec.replicas` an `int`, an object `dyn`).

@@ -24,7 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicySpec, Validation,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use portcullis_cel::refusal::{Declarations, Returns, compilation_failed, variable_type};
+use portcullis_cel::refusal::{Declarations, Returns, compilation_failed, compiled_variable};
 use portcullis_cel::typecheck::Variable;
 
 use formats::{cel_identifier, dns_subdomain, path_segment, qualified_name};
@@ -132,11 +132,19 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     let base =
         Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: None, returns: Returns::Bool };
     let mut variables: Vec<Variable> = Vec::new();
+    let mut refusals: Vec<Option<String>> = Vec::new();
     for variable in spec.variables.iter().flatten() {
-        let before = Declarations { variables: Some(&variables), returns: Returns::Any, ..base };
-        let compiles = compilation_failed(variable.expression.trim(), before).is_none();
-        let value = compiles.then(|| variable_type(&variable.expression, &variables)).flatten();
+        let before = Declarations { variables: Some(&variables), ..base };
+        let (value, refused) = if variable.expression.trim().is_empty() {
+            (None, None)
+        } else {
+            match compiled_variable(&variable.expression, before) {
+                Ok(value) => (value, None),
+                Err(refused) => (None, Some(refused)),
+            }
+        };
         variables.push(Variable { name: &variable.name, value });
+        refusals.push(refused);
     }
     // A policy without variables is compiled without `variables`.
     let all = Declarations { variables: (!variables.is_empty()).then_some(variables.as_slice()), ..base };
@@ -169,9 +177,8 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
         }
         if variable.expression.trim().is_empty() {
             errors.required(&format!("{at}.expression"), "expression is not specified");
-        } else {
-            let before = Declarations { variables: Some(&variables[..i]), returns: Returns::Any, ..all };
-            errors.compiles(&format!("{at}.expression"), &variable.expression, &variable.expression, before);
+        } else if let Some(refused) = &refusals[i] {
+            errors.invalid(&format!("{at}.expression"), &variable.expression, refused);
         }
     }
     let validations = spec.validations.as_deref().unwrap_or_default();
