@@ -127,7 +127,7 @@ fn read_schemas(files: &[PathBuf]) -> anyhow::Result<Option<Schemas>> {
     if files.is_empty() {
         return Ok(None);
     }
-    let mut raw = portcullis_cel::types::Schemas::builtin();
+    let mut raw = portcullis_cel::schemas::Schemas::builtin();
     for file in files {
         let input = portcullis_process::input::read(file).context("reading --schema")?;
         raw.add_file(&input).map_err(anyhow::Error::msg).with_context(|| format!("--schema {}", file.display()))?;

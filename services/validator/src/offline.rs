@@ -81,8 +81,8 @@ pub fn run(args: &Check) -> anyhow::Result<bool> {
 }
 
 /// The built-in kinds' schemas with those of `--schema`.
-fn read_schemas(files: &[std::path::PathBuf]) -> anyhow::Result<portcullis_cel::types::Schemas> {
-    let mut schemas = portcullis_cel::types::Schemas::builtin();
+fn read_schemas(files: &[std::path::PathBuf]) -> anyhow::Result<portcullis_cel::schemas::Schemas> {
+    let mut schemas = portcullis_cel::schemas::Schemas::builtin();
     for file in files {
         let input = portcullis_process::input::read(file).context("reading --schema")?;
         schemas.add_file(&input).map_err(anyhow::Error::msg).with_context(|| format!("--schema {}", file.display()))?;

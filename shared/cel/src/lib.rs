@@ -37,6 +37,7 @@ mod output;
 mod overloads;
 pub mod reads;
 pub mod refusal;
+pub mod schemas;
 pub mod typecheck;
 pub mod types;
 pub mod workers;

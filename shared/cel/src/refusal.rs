@@ -309,7 +309,7 @@ mod tests {
 
     #[test]
     fn type_checking_finds_what_the_api_servers_status_controller_finds() {
-        let deployment = crate::types::BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
+        let deployment = crate::schemas::BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
         let typed = Typed { object: Some(&deployment), ..Typed::default() };
         // The API server's words (`status.typeChecking`, kube-apiserver 1.36).
         let source = "has(object.spec.foo) || object.metadata.namespace == '' || object.?spec.?bar.orValue(1) == 1";

@@ -353,7 +353,7 @@ mod tests {
     use cel::parser::Parser;
 
     use super::*;
-    use crate::types::BUILTIN;
+    use crate::schemas::BUILTIN;
 
     fn undefined(source: &str, typed: Typed<'_>) -> Vec<String> {
         let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).expect("CEL");

@@ -5,7 +5,7 @@
 //! from a real API server); any other kind's come from its API server's
 //! `/openapi/v3` document, which has the same shape, or from its
 //! CustomResourceDefinition, read as the API server publishes it: both
-//! read by `portcullis_cel::types::Schemas`, which the CEL type checker
+//! read by `portcullis_cel::schemas::Schemas`, which the CEL type checker
 //! reads too, and viewed here as the merge reads them.
 
 use std::collections::HashMap;
@@ -69,7 +69,7 @@ pub struct Schemas {
 
 /// The schemas of the built-in kinds that come with the binary.
 pub static BUILTIN: LazyLock<Schemas> =
-    LazyLock::new(|| Schemas::of(&portcullis_cel::types::BUILTIN).expect("the built-in schemas are the merge's"));
+    LazyLock::new(|| Schemas::of(&portcullis_cel::schemas::BUILTIN).expect("the built-in schemas are the merge's"));
 
 /// How a list's items are merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,9 +101,9 @@ pub enum Shape<'a> {
 }
 
 impl Schemas {
-    /// The merge's view of `raw` (`portcullis_cel::types::Schemas`: the
+    /// The merge's view of `raw` (`portcullis_cel::schemas::Schemas`: the
     /// built-in kinds' and those `--schema` added), every schema read.
-    pub fn of(raw: &portcullis_cel::types::Schemas) -> Result<Self, serde_json::Error> {
+    pub fn of(raw: &portcullis_cel::schemas::Schemas) -> Result<Self, serde_json::Error> {
         let kinds = raw.kind_names().map(|(gvk, name)| (gvk.to_owned(), name.to_owned())).collect();
         let mut schemas = HashMap::with_capacity(raw.named().len());
         for (name, schema) in raw.named() {
@@ -259,7 +259,7 @@ mod tests {
                                      "x-kubernetes-preserve-unknown-fields": true}}}}}}},
                 {"name": "v0", "served": false, "schema": {"openAPIV3Schema": {"type": "object"}}}]}
         });
-        let mut raw = portcullis_cel::types::Schemas::builtin();
+        let mut raw = portcullis_cel::schemas::Schemas::builtin();
         raw.add_crd(&crd).unwrap();
         let schemas = Schemas::of(&raw).unwrap();
         let widget = schemas.kind("example.com", "v1", "Widget").expect("the CRD's kind");
@@ -279,7 +279,7 @@ mod tests {
         assert!(schemas.kind("example.com", "v0", "Widget").is_none(), "a version not served is not published");
 
         let crd = serde_json::json!({"spec": {"group": "example.com"}});
-        let err = portcullis_cel::types::Schemas::builtin().add_crd(&crd).unwrap_err();
+        let err = portcullis_cel::schemas::Schemas::builtin().add_crd(&crd).unwrap_err();
         assert_eq!(err, "spec.names.kind is required");
     }
 }

@@ -9,7 +9,7 @@
 //! a field it reads that is not there is never set.
 //!
 //! The schemas are the built-in kinds' of the API groups
-//! [`portcullis_cel::types::BUILTIN`] has (core, apps, batch, networking,
+//! [`portcullis_cel::schemas::BUILTIN`] has (core, apps, batch, networking,
 //! RBAC, policy, autoscaling, storage and a few more), and those `check
 //! --schema` reads (a CRD, an API server's OpenAPI v3 document); a kind without one is not checked
 //! (the API server would check it with its own schema). Only undefined
@@ -19,8 +19,9 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
 use portcullis_cel::refusal::{checked_variable_type, type_checked};
+use portcullis_cel::schemas::Schemas;
 use portcullis_cel::typecheck::{Typed, Variable};
-use portcullis_cel::types::{DeclType, Schemas};
+use portcullis_cel::types::DeclType;
 
 /// The most kinds the API server checks a policy against.
 const MAX_KINDS: usize = 10;
@@ -160,7 +161,7 @@ fn kinds_to_check(spec: &ValidatingAdmissionPolicySpec, schemas: &Schemas) -> Ve
 
 #[cfg(test)]
 mod tests {
-    use portcullis_cel::types::BUILTIN;
+    use portcullis_cel::schemas::BUILTIN;
 
     use super::*;
 
