@@ -238,12 +238,6 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Whether a function of this name is registered (patch carried by
-    /// Portcullis).
-    pub fn has_function(&self, name: &str) -> bool {
-        self.get_function(name).is_some()
-    }
-
     #[allow(dead_code)]
     pub(crate) fn get_function(&self, name: &str) -> Option<&Function> {
         match self {

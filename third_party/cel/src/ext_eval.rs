@@ -120,7 +120,8 @@ pub(crate) fn insert_new(map: &mut CelMap, key: CelMapKey, value: Box<dyn Val>) 
 
 /// `list.@sortByAssociatedKeys(keys)`: the list's elements in the order of
 /// their keys (the key of element `i` at index `i`). Keys must be of one
-/// comparable type, as cel-go requires; equal keys keep their order.
+/// comparable type, as cel-go requires; elements with equal keys end in
+/// the order Go's `sort.Slice` leaves them (which keeps theirs up to 12).
 pub(crate) fn sort_by_associated_keys<'a>(
     call: &'a CallExpr,
     ctx: &'a Context<'a>,
@@ -164,42 +165,8 @@ pub(crate) fn sort_by_associated_keys<'a>(
             .as_comparer()
             .is_some_and(|key| key.compare(keys[b].as_ref()) == Ok(Ordering::Less))
     };
-    let order = merge_sort(keys.len(), less);
+    let order = crate::go_sort::sort_slice(keys.len(), less);
     let sorted: Vec<Box<dyn Val>> = order.iter().map(|&i| list[i].clone_as_boxed()).collect();
     let sorted: Box<dyn Val> = Box::new(CelList::from(sorted));
     Ok(Cow::Owned(sorted))
-}
-
-/// The indexes `0..n` in a stable order by `less`, which need not be a
-/// total order (NaN keys): Rust's own sorts may panic on one that is not.
-fn merge_sort(n: usize, less: impl Fn(usize, usize) -> bool) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut merged = vec![0; n];
-    let mut width = 1;
-    while width < n {
-        let mut start = 0;
-        while start < n {
-            let middle = (start + width).min(n);
-            let end = (start + 2 * width).min(n);
-            let (mut left, mut right, mut to) = (start, middle, start);
-            while left < middle && right < end {
-                // Ties keep the left element first: stable.
-                if less(order[right], order[left]) {
-                    merged[to] = order[right];
-                    right += 1;
-                } else {
-                    merged[to] = order[left];
-                    left += 1;
-                }
-                to += 1;
-            }
-            merged[to..to + middle - left].copy_from_slice(&order[left..middle]);
-            to += middle - left;
-            merged[to..to + end - right].copy_from_slice(&order[right..end]);
-            start = end;
-        }
-        std::mem::swap(&mut order, &mut merged);
-        width *= 2;
-    }
-    order
 }

@@ -19,6 +19,7 @@ use parser::{Expression, ExpressionReferences, Parser};
 pub use parser::{ParseError, ParseErrors};
 mod accumulate;
 mod ext_eval;
+mod go_sort;
 pub mod functions;
 mod magic;
 pub mod objects;
