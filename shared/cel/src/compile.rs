@@ -56,10 +56,11 @@ impl Expression {
         self.variables.as_deref()
     }
 
-    /// The type it evaluates to, as cel-go names it (`bool`, `dyn`), where
+    /// The type it evaluates to, as the API server names it where a field
+    /// does not take it (`bool`, `dyn`, `google.protobuf.Duration`), where
     /// that is certain in Kubernetes' environment (`object.x` is `dyn`,
-    /// `object.x == 1` a `bool`); `None` where it is not (a function's
-    /// result, a variable's value).
+    /// `object.x == 1` a `bool`, `quantity(s).asInteger()` an `int`);
+    /// `None` where it is not (a macro's result, a variable's value).
     pub fn evaluates_to(&self) -> Option<String> {
         crate::output::output_type(self.program.expression(), &[])
     }

@@ -15,7 +15,7 @@
 //! functions in. The functions are the ones kube-apiserver 1.36
 //! declares, not the ones the interpreter has.
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr};
 
 use crate::compile::Environment;
 
@@ -58,6 +58,45 @@ const TYPES: [&str; 19] = [
 /// `strings.quote(s)`, `format.dns1123Label()`, `ip.isCanonical(s)`, and
 /// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
 pub(crate) const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
+
+/// The functions Kubernetes' CEL declares in those namespaces (1.36, and
+/// a mutation's `jsonpatch.escapeKey`, taken in validations too).
+const QUALIFIED: [&str; 25] = [
+    "format.byte",
+    "format.date",
+    "format.datetime",
+    "format.dns1035Label",
+    "format.dns1035LabelPrefix",
+    "format.dns1123Label",
+    "format.dns1123LabelPrefix",
+    "format.dns1123Subdomain",
+    "format.dns1123SubdomainPrefix",
+    "format.labelValue",
+    "format.named",
+    "format.qualifiedName",
+    "format.uri",
+    "format.uuid",
+    "ip.isCanonical",
+    "jsonpatch.escapeKey",
+    "lists.range",
+    "optional.none",
+    "optional.of",
+    "optional.ofNonZeroValue",
+    "optional.unwrap",
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
+    "strings.quote",
+];
+
+/// The qualified name of a call `ns.f(...)` of a function Kubernetes
+/// declares in a namespace: cel-go resolves it so before anything else,
+/// even where a loop's variable is named `ns`.
+pub(crate) fn qualified(call: &CallExpr) -> Option<String> {
+    let Some(IdedExpr { expr: Expr::Ident(ns), .. }) = call.target.as_deref() else { return None };
+    let name = format!("{ns}.{}", call.func_name);
+    QUALIFIED.contains(&name.as_str()).then_some(name)
+}
 
 /// The functions kube-apiserver 1.36's admission CEL declares, by name,
 /// outside a namespace: cel-go's standard library and the extensions
@@ -265,6 +304,8 @@ impl<'a> Walk<'a, '_> {
             Expr::Ident(name) if !self.declared(name) => self.found.push((expr.id, Undeclared::Name(name.clone()))),
             Expr::Call(call) => {
                 match call.target.as_deref() {
+                    // A function Kubernetes declares in a namespace.
+                    Some(_) if qualified(call).is_some() => {}
                     // A function in a namespace: `ns.f(...)`. Of one
                     // Kubernetes lacks, cel-go names the namespace, and
                     // the function too (at the call's parenthesis) when

@@ -31,7 +31,8 @@ enum T {
     /// Any type (cel-go's `dyn` parameter): gives `dyn`.
     Any,
     /// A type Portcullis does not follow (an optional): it takes only a
-    /// `dyn` argument, and gives nothing certain.
+    /// `dyn` argument or `null` (which stands for one), and gives nothing
+    /// certain.
     Untyped,
 }
 
@@ -304,7 +305,7 @@ impl Binding {
     /// Whether an argument of type `arg` is taken by `param`, binding `A`.
     fn bind(&mut self, param: T, arg: &DeclType) -> bool {
         match (param, arg) {
-            (_, DeclType::Dyn) | (T::Any, _) => true,
+            (_, DeclType::Dyn) | (T::Any, _) | (T::Untyped, DeclType::Scalar("null_type")) => true,
             (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
             (T::A, arg) => match &self.a {
                 Some(bound) => crate::overloads::unify(bound, arg),

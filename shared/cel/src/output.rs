@@ -11,18 +11,17 @@
 //!
 //! Only what is certain is said: a literal, a list literal of one type, a
 //! map literal with string keys, a read from a `dyn` variable, the
-//! standard operators and functions of the overload table, the
-//! conversions of an argument they take (`string(x)`, `timestamp(s)`),
-//! the macros that give a `bool`, the fields `request` and
-//! `namespaceObject` type (scalars, lists and maps of them), and a policy
-//! variable whose value is one of these. Anything else (another
-//! function's result) is `None`, and never refused here.
+//! operators, conversions, indexes and functions of the overload tables
+//! (cel-go's and Kubernetes' libraries', [`crate::libraries`]), the macros
+//! that give a `bool`, the fields `request` and `namespaceObject` type
+//! (scalars, lists and maps of them), and a policy variable whose value
+//! is one of these. Anything else (another macro's result, an optional)
+//! is `None`, and never refused here.
 
 use std::borrow::Cow;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
-use crate::declared::NAMESPACES;
 use crate::overloads::{CONVERSIONS, Resolved, resolve};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
@@ -69,12 +68,23 @@ pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option
 }
 
 /// The type the API server gives a variable whose expression is `expr`,
-/// where it is certain: the expression's, but `dyn` for an object
-/// (`request.userInfo`); `None` for a list or map of objects.
+/// where it is certain: the expression's, as its declarations convert
+/// it (`convertCelTypeToDeclType`): a plain scalar, or a list or map of
+/// them, keeps its type; anything else (an object, `request.userInfo`; a
+/// library's value, a quantity; a list of them) is `dyn`, and so is such
+/// an item of a list or map.
 pub(crate) fn variable_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<DeclType> {
-    match Output::new(variables).of(expr)? {
-        Cow::Borrowed(DeclType::Object(_)) | Cow::Owned(DeclType::Object(_)) => Some(DeclType::Dyn),
-        typed => typed.cel_name().is_some().then(|| typed.into_owned()),
+    Output::new(variables).of(expr).map(|typed| declared(&typed))
+}
+
+/// `t` as a declaration keeps it: see [`variable_type`].
+fn declared(t: &DeclType) -> DeclType {
+    const PLAIN: [&str; 9] = ["bool", "bytes", "double", "duration", "int", "null_type", "string", "timestamp", "uint"];
+    match t {
+        DeclType::Scalar(name) if PLAIN.contains(name) => t.clone(),
+        DeclType::List(items) => DeclType::List(Box::new(declared(items))),
+        DeclType::Map(values) => DeclType::Map(Box::new(declared(values))),
+        _ => DeclType::Dyn,
     }
 }
 
@@ -228,15 +238,8 @@ impl<'e, 't> Output<'e, 't> {
 
     fn call(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
         // A function in a namespace (`sets.contains(a, b)`) is a global
-        // named so, unless a loop's variable has the namespace's name.
-        let qualified = match call.target.as_deref().map(|t| &t.expr) {
-            Some(Expr::Ident(ns))
-                if NAMESPACES.contains(&ns.as_str()) && !self.scope.iter().any(|(n, _)| *n == ns.as_str()) =>
-            {
-                Some(format!("{ns}.{}", call.func_name))
-            }
-            _ => None,
-        };
+        // named so, even where a loop's variable has the namespace's name.
+        let qualified = crate::declared::qualified(call);
         let target = if qualified.is_some() { None } else { call.target.as_deref().map(|t| self.of(t)) };
         let function = qualified.as_deref().unwrap_or(&call.func_name);
         if let ("_&&_" | "_||_", None) = (function, &target) {

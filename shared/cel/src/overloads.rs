@@ -155,17 +155,21 @@ pub(crate) fn takes(param: &str, arg: &DeclType) -> bool {
 }
 
 /// Whether `null` stands for a value of type `name`, as cel-go's legacy
-/// nullable types (timestamps and durations, the protobuf well-known
-/// types they are) let it.
+/// nullable types let it: timestamps and durations (the protobuf
+/// well-known types they are) and the opaque types of Kubernetes'
+/// libraries (`kubernetes.Quantity`, `net.IP`), named with a dot.
 fn nullable(name: &str) -> bool {
-    matches!(name, "timestamp" | "duration")
+    matches!(name, "timestamp" | "duration") || name.contains('.')
 }
 
 /// `collection[key]`: a list's item by an `int`, a map's value by a
-/// `string`, anything of a `dyn`.
+/// `string`, anything of a `dyn`, something of a `null`.
 fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
     let (wanted, item) = match collection {
         DeclType::Dyn => return vec![Some(DeclType::Dyn)],
+        // `null` stands for an optional list or map, whose index is an
+        // optional (not followed).
+        DeclType::Scalar("null_type") => return vec![None],
         DeclType::List(items) => ("int", items),
         DeclType::Map(values) => ("string", values),
         _ => return Vec::new(),

@@ -360,6 +360,27 @@ mod tests {
             let declarations = Declarations { variables: Some(&variables), ..declarations };
             assert_eq!(compilation_failed(source, declarations).as_deref(), expected, "{source}");
         }
+        // A library's value in a variable is `dyn`, and so is one in a
+        // list (kube-apiserver 1.36 takes each of these).
+        let mut libraries = Vec::new();
+        for (name, source) in [("q", "quantity('1')"), ("qs", "[quantity('1')]"), ("u", "url('https://a')")] {
+            let value = compiled_variable(source, Declarations { variables: Some(&libraries), ..ALL });
+            libraries.push(Variable { name, value: value.ok().flatten() });
+        }
+        for source in [
+            "variables.q == null",
+            "variables.q == 1",
+            "int(variables.q) == 1",
+            "variables.qs.sort() == []",
+            "variables.u == 'https://a'",
+            "variables.qs + [1] == []",
+        ] {
+            assert_eq!(
+                compilation_failed(source, Declarations { variables: Some(&libraries), ..ALL }),
+                None,
+                "{source}"
+            );
+        }
         // A variable's value typed by its expression: selecting from a
         // scalar is refused, as the API server refuses it.
         let typed = [Variable { name: "s", value: compiled_variable("'a'", ALL).ok().flatten() }];

@@ -613,6 +613,28 @@ fn library_calls_are_taken_and_refused_as_the_api_server_does() {
         ("optional.ofNonZeroValue('a').hasValue()", None),
         ("format.dns1123Label() == format.dns1123Label()", None),
         ("format.labelValue()", Some("must evaluate to bool but got kubernetes.NamedFormat")),
+        // `null` stands for a library's value or an optional; a function
+        // in a namespace is found before a loop's variable of its name.
+        ("quantity('1') != null", None),
+        ("ip('1.2.3.4') == null", None),
+        ("null in [quantity('1')]", None),
+        ("[quantity('1')].indexOf(null) == 0", None),
+        ("quantity('1').isLessThan(null)", None),
+        ("null.hasValue()", None),
+        ("null.orValue(true)", None),
+        ("null[0] == 1", None),
+        ("sets.contains([quantity('1')], [null])", None),
+        ("['1.2.3.4'].all(ip, ip.isCanonical(ip))", None),
+        ("['a'].all(strings, strings.quote('a') == 'a')", None),
+        ("[1].all(lists, lists.range(3).size() == 3)", None),
+        (
+            "['1.2.3.4'].all(ip, ip.isCanonical())",
+            Some("ERROR: <input>:1:35: found no matching overload for 'ip.isCanonical' applied to '()'"),
+        ),
+        (
+            "[1].all(sets, sets.contains([1], 1))",
+            Some("ERROR: <input>:1:28: found no matching overload for 'sets.contains' applied to '(list(int), int)'"),
+        ),
         // Functions the interpreter has and Kubernetes 1.36 does not declare.
         ("isIPv4('1.2.3.4')", Some("ERROR: <input>:1:7: undeclared reference to 'isIPv4' (in container '')")),
         ("isCIDRv6('::/0')", Some("ERROR: <input>:1:9: undeclared reference to 'isCIDRv6' (in container '')")),
