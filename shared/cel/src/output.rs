@@ -22,7 +22,7 @@ use std::borrow::Cow;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
-use crate::overloads::{CONVERSIONS, Resolved, resolve};
+use crate::overloads::{Resolved, resolve, whatever};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
@@ -255,8 +255,8 @@ impl<'e, 't> Output<'e, 't> {
             }
             return scalar("bool");
         }
-        let args: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
-        match (function, &target, args.as_slice()) {
+        let known: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
+        match (function, &target, known.as_slice()) {
             ("_?_:_", None, [_, yes, no]) => {
                 return match (yes.as_deref(), no.as_deref()) {
                     (Some(a), Some(b)) if a == b => yes.clone(),
@@ -268,9 +268,10 @@ impl<'e, 't> Output<'e, 't> {
             _ => {}
         }
         // The overload table, where every argument's type is certain.
-        let certain: Option<Vec<&DeclType>> = args.iter().map(|a| a.as_deref()).collect();
-        let target_type = target.as_ref().map(|t| t.as_deref());
-        let resolved = match (certain, target_type) {
+        let args: Vec<Option<&DeclType>> = known.iter().map(|a| a.as_deref()).collect();
+        let target = target.as_ref().map(|t| t.as_deref());
+        let certain: Option<Vec<&DeclType>> = args.iter().copied().collect();
+        let resolved = match (certain, target) {
             (Some(args), None) => resolve(function, None, &args),
             (Some(args), Some(Some(target))) => resolve(function, Some(target), &args),
             _ => None,
@@ -284,25 +285,12 @@ impl<'e, 't> Output<'e, 't> {
             }
             // An index of an object's list or map (whose type cel-go
             // names and Portcullis does not) or of one not certain.
-            None if function == "_[_]" => match args.as_slice() {
+            None if function == "_[_]" => match known.as_slice() {
                 [operand, _] => items(operand.clone()?),
                 _ => None,
             },
-            // A conversion gives its type whatever it converts.
-            None if target.is_none() && args.len() == 1 && CONVERSIONS.contains(&function) => {
-                match resolve(function, None, &[&DeclType::Dyn]) {
-                    Some(Resolved::Gives(t)) => t.map(Cow::Owned),
-                    _ => None,
-                }
-            }
-            // Not in the table, or an argument not certain: what the
-            // call gives is certain for these alone.
-            None => match function {
-                "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "!_" | "@in" => scalar("bool"),
-                "startsWith" | "endsWith" | "matches" if target.is_some() => scalar("bool"),
-                "size" => scalar("int"),
-                _ => None,
-            },
+            // An argument not certain: what every overload gives alike.
+            None => whatever(function, target, &args).map(Cow::Owned),
         }
     }
 }

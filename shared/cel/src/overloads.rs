@@ -38,7 +38,42 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
     if target.into_iter().chain(args.iter().copied()).any(|t| t.cel_name().is_none()) {
         return None;
     }
-    let results: Vec<Option<DeclType>> = match (function, target, args) {
+    let results = results(function, target, args)?;
+    Some(match results.split_first() {
+        None => Resolved::NoOverload(no_overload(function, target, args)),
+        // Several overloads with different results: `dyn`.
+        Some((first, rest)) if rest.iter().all(|r| r == first) => Resolved::Gives(first.clone()),
+        Some(_) => Resolved::Gives(Some(DeclType::Dyn)),
+    })
+}
+
+/// What the call of `function` gives whatever the types of the arguments
+/// given as `None` (not certain, or an object's, which cel-go names):
+/// the result every overload that could take the call agrees on, when it
+/// does not depend on those arguments (no `dyn` in it, which a type
+/// parameter bound to them would be; `dyn()` itself gives `dyn`). Never a
+/// refusal: the call's real types may be ones no overload takes, which
+/// cel-go says and this does not.
+pub(crate) fn whatever<'t>(
+    function: &str,
+    target: Option<Option<&'t DeclType>>,
+    args: &[Option<&'t DeclType>],
+) -> Option<DeclType> {
+    fn as_dyn(t: Option<&DeclType>) -> &DeclType {
+        t.filter(|t| t.cel_name().is_some()).unwrap_or(&DeclType::Dyn)
+    }
+    let args: Vec<&DeclType> = args.iter().map(|a| as_dyn(*a)).collect();
+    let results = results(function, target.map(as_dyn), &args)?;
+    let (first, rest) = results.split_first()?;
+    let agreed = first.clone().filter(|_| rest.iter().all(|r| r == first))?;
+    (function == "dyn" || !agreed.holds_dyn()).then_some(agreed)
+}
+
+/// The results of the overloads of `function` that take `args` (on
+/// `target`), each where certain; `None` when the table does not model
+/// the call.
+fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Vec<Option<DeclType>>> {
+    Some(match (function, target, args) {
         ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", None, [left, right]) => arithmetic(function, left, right),
         ("_<_" | "_<=_" | "_>_" | "_>=_", None, [left, right]) => {
             let same = ORDERED.iter().any(|t| takes(t, left) && takes(t, right));
@@ -90,12 +125,6 @@ pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclTy
         }
         // Kubernetes' libraries, or not modelled.
         _ => crate::libraries::results(function, target, args)?,
-    };
-    Some(match results.split_first() {
-        None => Resolved::NoOverload(no_overload(function, target, args)),
-        // Several overloads with different results: `dyn`.
-        Some((first, rest)) if rest.iter().all(|r| r == first) => Resolved::Gives(first.clone()),
-        Some(_) => Resolved::Gives(Some(DeclType::Dyn)),
     })
 }
 

@@ -47,6 +47,16 @@ impl DeclType {
         }
     }
 
+    /// Whether `dyn` is, or is in, this type.
+    pub(crate) fn holds_dyn(&self) -> bool {
+        match self {
+            Self::Dyn => true,
+            Self::Scalar(_) => false,
+            Self::List(items) | Self::Map(items) => items.holds_dyn(),
+            Self::Object(fields) => fields.values().any(Self::holds_dyn),
+        }
+    }
+
     pub(crate) fn object<const N: usize>(fields: [(&str, DeclType); N]) -> Self {
         Self::Object(fields.into_iter().map(|(name, t)| (name.to_owned(), t)).collect())
     }
