@@ -33,6 +33,7 @@ mod declared;
 mod evaluate;
 pub mod json;
 mod libraries;
+mod literals;
 mod output;
 mod overloads;
 pub mod reads;

@@ -117,7 +117,14 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
         let (line, column) = position(source, &info, id);
         (line, column, message)
     });
-    let issues = undeclared.chain(field_issues(source, &program, &info, typed)).chain(overloads).collect();
+    let issues: Vec<_> = undeclared.chain(field_issues(source, &program, &info, typed)).chain(overloads).collect();
+    // cel-go's validators run on what its checker took.
+    let issues = if issues.is_empty() {
+        let literals = crate::literals::literal_errors(program.expression()).into_iter();
+        literals.map(|(id, message)| (position(source, &info, id), message)).map(|((l, c), m)| (l, c, m)).collect()
+    } else {
+        issues
+    };
     if let Some(issues) = printed(source, issues) {
         return Err(format!("compilation failed: {issues}"));
     }

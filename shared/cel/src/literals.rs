@@ -1,0 +1,115 @@
+//! cel-go's literal validators, which Kubernetes' environment runs after a
+//! type check that found nothing (since 1.29): a `duration` or `timestamp`
+//! conversion, or a `matches`, whose literal argument cannot be read is
+//! refused where the literal is written (`invalid duration argument`), as
+//! the API server refuses it when the policy is created. As cel-go does,
+//! the literal is judged by evaluating the call, here with this engine.
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use cel::{Context, Program};
+
+/// The calls of `expr` whose literal argument the API server refuses: each
+/// literal's node id and cel-go's words.
+pub(crate) fn literal_errors(expr: &IdedExpr) -> Vec<(u64, String)> {
+    let mut errors = Vec::new();
+    walk(expr, &mut errors);
+    errors
+}
+
+/// The call that judges a function's literal, bound to `p`. cel-go judges
+/// the first argument of every call of the name: a method's argument
+/// (`s.matches('[')`'s pattern), but a global call's first (`matches(s,
+/// p)`'s `s`).
+fn judge(function: &str) -> Option<&'static str> {
+    match function {
+        "duration" => Some("duration(p)"),
+        "timestamp" => Some("timestamp(p)"),
+        "matches" => Some("''.matches(p)"),
+        _ => None,
+    }
+}
+
+fn walk(expr: &IdedExpr, errors: &mut Vec<(u64, String)>) {
+    match &expr.expr {
+        Expr::Call(call) => {
+            if let (Some(judge), Some(argument)) = (judge(&call.func_name), call.args.first())
+                && let Expr::Literal(LiteralValue::String(literal)) = &argument.expr
+                && !read_otherwise(&call.func_name, literal)
+                && !evaluates(judge, literal)
+            {
+                errors.push((argument.id, format!("invalid {} argument", call.func_name)));
+            }
+            call.target.iter().for_each(|t| walk(t, errors));
+            call.args.iter().for_each(|a| walk(a, errors));
+        }
+        Expr::Select(select) => walk(&select.operand, errors),
+        Expr::List(list) => list.elements.iter().for_each(|e| walk(e, errors)),
+        Expr::Map(map) => map.entries.iter().for_each(|e| entry(&e.expr, errors)),
+        Expr::Struct(structure) => structure.entries.iter().for_each(|e| entry(&e.expr, errors)),
+        Expr::Comprehension(c) => {
+            for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                walk(part, errors);
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+fn entry(entry: &EntryExpr, errors: &mut Vec<(u64, String)>) {
+    match entry {
+        EntryExpr::StructField(field) => walk(&field.value, errors),
+        EntryExpr::MapEntry(e) => {
+            walk(&e.key, errors);
+            walk(&e.value, errors);
+        }
+    }
+}
+
+/// Whether `literal` is one that Go reads and this engine does not (a
+/// duration in microseconds written `µs`, an offset of 24 hours or more,
+/// a pattern quoted with `\Q...\E`): not judged, as the API server takes
+/// it (`tests/literals.rs`).
+fn read_otherwise(function: &str, literal: &str) -> bool {
+    match function {
+        "duration" => literal.contains(['µ', 'μ']),
+        "timestamp" => {
+            let offset = literal.len().checked_sub(6).and_then(|at| literal.get(at..));
+            let hours = offset.filter(|o| o.starts_with(['+', '-'])).and_then(|o| o.get(1..3));
+            hours.and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| h >= 24)
+        }
+        "matches" => literal.contains("\\Q"),
+        _ => false,
+    }
+}
+
+/// Whether `judge` evaluates with `p` the string `literal`.
+fn evaluates(judge: &str, literal: &str) -> bool {
+    let Ok(program) = Program::compile(judge) else { return true };
+    let mut context = Context::default();
+    context.add_variable_from_value("p", literal.to_owned());
+    program.execute(&context).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(source: &str) -> Vec<String> {
+        let program = Program::compile(source).expect("it parses");
+        literal_errors(program.expression()).into_iter().map(|(_, message)| message).collect()
+    }
+
+    #[test]
+    fn a_literal_that_cannot_be_read_is_refused_and_others_are_not() {
+        assert_eq!(errors("duration('x') == duration('1h30m')"), ["invalid duration argument"]);
+        assert_eq!(
+            errors("timestamp('2020-01-01') < timestamp('2020-01-01T00:00:00Z')"),
+            ["invalid timestamp argument"]
+        );
+        assert_eq!(errors("[1].all(x, 'a'.matches('['))"), ["invalid matches argument"]);
+        assert!(
+            errors("duration(object.d) > duration('-1.5s') && object.s.matches('^a+$') && timestamp(1) < now")
+                .is_empty()
+        );
+    }
+}
