@@ -1,93 +1,127 @@
 use chrono::Duration;
-use nom::branch::alt;
-use nom::bytes::complete::tag;
-use nom::character::complete::char;
-use nom::combinator::{map, opt};
-use nom::multi::many1;
-use nom::number::complete::double;
-use nom::IResult;
 
 // Constants representing time units in nanoseconds
 const SECOND: u64 = 1_000_000_000;
 const MILLISECOND: u64 = 1_000_000;
 const MICROSECOND: u64 = 1_000;
 
-/// Parses a duration string into a [`Duration`]. Duration strings support the
-/// following grammar:
+/// Patch carried by Portcullis: a port of Go's `time.ParseDuration`, which
+/// cel-go's `duration()` uses, so that a duration string reads here
+/// exactly as the API server reads it (upstream read `1e3s`, ignored what
+/// followed its first units, `1h-1m`, and refused `1µs`).
 ///
-/// DurationString -> Sign? Number Unit String?
-/// Sign           -> '-'
-/// Number         -> Digit+ ('.' Digit+)?
-/// Digit          -> '0' | '1' | '2' | '3' | '4' | '5' | '6' | '7' | '8' | '9'
-/// Unit           -> 'h' | 'm' | 's' | 'ms' | 'us' | 'ns'
-/// String         -> DurationString
+/// DurationString -> Sign? (Number Unit)+ | Sign? '0'
+/// Sign           -> '-' | '+'
+/// Number         -> Digit* ('.' Digit*)?, with a digit on either side
+/// Unit           -> 'h' | 'm' | 's' | 'ms' | 'us' | 'µs' | 'μs' | 'ns'
 ///
-/// # Examples
-/// - `1h` parses as 1 hour
-/// - `1.5h` parses as 1 hour and 30 minutes
-/// - `1h30m` parses as 1 hour and 30 minutes
-/// - `1h30m1s` parses as 1 hour, 30 minutes, and 1 second
-/// - `1ms` parses as 1 millisecond
-/// - `1.5ms` parses as 1 millisecond and 500 microseconds
-/// - `1ns` parses as 1 nanosecond
-/// - `1.5ns` parses as 1 nanosecond (sub-nanosecond durations not supported)
-pub fn parse_duration(i: &str) -> IResult<&str, Duration> {
-    let (i, neg) = opt(parse_negative)(i)?;
-    if i == "0" {
-        return Ok((i, Duration::zero()));
+/// At most 2^63 - 1 nanoseconds (about 292 years) either way; fractions
+/// beyond a nanosecond are dropped.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    const LIMIT: u64 = 1 << 63;
+    let invalid = || format!("time: invalid duration {text:?}");
+    let (negative, mut rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Ok(Duration::zero());
     }
-    let (i, duration) = many1(parse_number_unit)(i)
-        .map(|(i, d)| (i, d.iter().fold(Duration::zero(), |acc, next| acc + *next)))?;
-    Ok((i, duration * if neg.is_some() { -1 } else { 1 }))
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        if !rest.starts_with(|c: char| c == '.' || c.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        let (whole, after) = leading_int(rest).ok_or_else(invalid)?;
+        let before_digits = after.len() != rest.len();
+        rest = after;
+        let (mut fraction, mut scale, mut after_digits) = (0, 1.0, false);
+        if let Some(after) = rest.strip_prefix('.') {
+            let (f, s, remaining) = leading_fraction(after);
+            (fraction, scale, after_digits) = (f, s, remaining.len() != after.len());
+            rest = remaining;
+        }
+        if !before_digits && !after_digits {
+            return Err(invalid());
+        }
+        let end = rest.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(rest.len());
+        if end == 0 {
+            return Err(format!("time: missing unit in duration {text:?}"));
+        }
+        let unit: u64 = match &rest[..end] {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => MICROSECOND,
+            "ms" => MILLISECOND,
+            "s" => SECOND,
+            "m" => 60 * SECOND,
+            "h" => 3600 * SECOND,
+            other => return Err(format!("time: unknown unit {other:?} in duration {text:?}")),
+        };
+        rest = &rest[end..];
+        if whole > LIMIT / unit {
+            return Err(invalid());
+        }
+        let mut value = whole * unit;
+        if fraction > 0 {
+            // As Go: a float is nanosecond-exact for fractions of an hour.
+            value += (fraction as f64 * (unit as f64 / scale)) as u64;
+            if value > LIMIT {
+                return Err(invalid());
+            }
+        }
+        total = total.checked_add(value).filter(|t| *t <= LIMIT).ok_or_else(invalid)?;
+    }
+    let nanos = match (negative, i64::try_from(total)) {
+        (false, Ok(n)) => n,
+        (true, Ok(n)) => -n,
+        (true, Err(_)) => i64::MIN,
+        (false, Err(_)) => return Err(invalid()),
+    };
+    Ok(Duration::nanoseconds(nanos))
 }
 
-enum Unit {
-    Nanosecond,
-    Microsecond,
-    Millisecond,
-    Second,
-    Minute,
-    Hour,
-}
-
-impl Unit {
-    fn nanos(&self) -> i64 {
-        match self {
-            Unit::Nanosecond => 1,
-            Unit::Microsecond => 1_000,
-            Unit::Millisecond => 1_000_000,
-            Unit::Second => 1_000_000_000,
-            Unit::Minute => 60 * 1_000_000_000,
-            Unit::Hour => 60 * 60 * 1_000_000_000,
+/// The leading digits of `s` as a number, and the rest; `None` past 2^63.
+fn leading_int(s: &str) -> Option<(u64, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let mut x: u64 = 0;
+    for digit in s[..end].bytes() {
+        if x > (1 << 63) / 10 {
+            return None;
+        }
+        x = x * 10 + u64::from(digit - b'0');
+        if x > 1 << 63 {
+            return None;
         }
     }
+    Some((x, &s[end..]))
 }
 
-fn parse_number_unit(i: &str) -> IResult<&str, Duration> {
-    let (i, num) = double(i)?;
-    let (i, unit) = parse_unit(i)?;
-    let duration = to_duration(num, unit);
-    Ok((i, duration))
-}
-
-fn parse_negative(i: &str) -> IResult<&str, ()> {
-    let (i, _): (&str, char) = char('-')(i)?;
-    Ok((i, ()))
-}
-
-fn parse_unit(i: &str) -> IResult<&str, Unit> {
-    alt((
-        map(tag("ms"), |_| Unit::Millisecond),
-        map(tag("us"), |_| Unit::Microsecond),
-        map(tag("ns"), |_| Unit::Nanosecond),
-        map(char('h'), |_| Unit::Hour),
-        map(char('m'), |_| Unit::Minute),
-        map(char('s'), |_| Unit::Second),
-    ))(i)
-}
-
-fn to_duration(num: f64, unit: Unit) -> Duration {
-    Duration::nanoseconds((num * unit.nanos() as f64).trunc() as i64)
+/// The leading digits of `s` as a fraction's digits (as many as fit) and
+/// their scale, and the rest.
+fn leading_fraction(s: &str) -> (u64, f64, &str) {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (mut x, mut scale, mut overflow) = (0u64, 1.0, false);
+    for digit in s[..end].bytes() {
+        if overflow {
+            continue;
+        }
+        if x > ((1 << 63) - 1) / 10 {
+            overflow = true;
+            continue;
+        }
+        let y = x * 10 + u64::from(digit - b'0');
+        if y > 1 << 63 {
+            overflow = true;
+            continue;
+        }
+        x = y;
+        scale *= 10.0;
+    }
+    (x, scale, &s[end..])
 }
 
 /// Formats a [`Duration`] into a string. String returns a string representing the
@@ -215,13 +249,25 @@ mod tests {
     use chrono::Duration;
 
     fn assert_duration(input: &str, expected: Duration) {
-        let (_, duration) = parse_duration(input).unwrap();
+        let duration = parse_duration(input).unwrap();
         assert_eq!(duration, expected, "{input}");
     }
 
     fn assert_print_duration(input: Duration, expected: &str) {
         let actual = format_duration(&input);
         assert_eq!(actual, expected, "{input}");
+    }
+
+    #[test]
+    fn durations_read_as_go_reads_them() {
+        for taken in ["1µs", "1μs", "+1s", "1.s", ".5s", "-0", "0", "2562047h", "1h1h", "-1.5ms", "1.0000000001s"] {
+            assert!(parse_duration(taken).is_ok(), "{taken}");
+        }
+        assert_eq!(parse_duration("1µs"), Ok(Duration::microseconds(1)));
+        assert_eq!(parse_duration(".5s"), Ok(Duration::milliseconds(500)));
+        for refused in ["", "00", "1", "1d", "1e3s", "1h-1m", "1 s", " 1s", "1S", "9999999999h", "2562048h", ".s", "-", "+"] {
+            assert!(parse_duration(refused).is_err(), "{refused}");
+        }
     }
 
     macro_rules! assert_durations {

@@ -394,9 +394,7 @@ pub mod time {
     /// A wrapper around [`parse_duration`] that converts errors into [`ExecutionError`].
     /// and only returns the duration, rather than returning the remaining input.
     fn _duration(i: &str) -> Result<chrono::Duration> {
-        let (_, duration) = crate::duration::parse_duration(i)
-            .map_err(|e| ExecutionError::function_error("duration", e.to_string()))?;
-        Ok(duration)
+        crate::duration::parse_duration(i).map_err(|e| ExecutionError::function_error("duration", e))
     }
 
     fn _timestamp(i: &str) -> Result<chrono::DateTime<chrono::FixedOffset>> {
