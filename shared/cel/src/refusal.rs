@@ -105,26 +105,19 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
             return Err(format!("compilation failed: {printed}"));
         }
     };
-    let undeclared =
-        find_all(program.expression(), Environment::Validation, &hidden).into_iter().map(|(id, undeclared)| {
-            let (line, column) = position(source, &info, id);
-            (line, column, format!("undeclared reference to '{}' (in container '')", undeclared.name()))
-        });
+    let at = |(id, message)| issue_at(source, &info, id, message);
+    let undeclared = find_all(program.expression(), Environment::Validation, &hidden)
+        .into_iter()
+        .map(|(id, name)| (id, format!("undeclared reference to '{}' (in container '')", name.name())));
     let typed = Typed { variables: declarations.variables, ..Typed::default() };
-    let variables = declarations.variables.unwrap_or_default();
-    let analysis = crate::output::analyse(program.expression(), variables);
-    let overloads = analysis.overload_errors.into_iter().map(|(id, message)| {
-        let (line, column) = position(source, &info, id);
-        (line, column, message)
-    });
-    let issues: Vec<_> = undeclared.chain(field_issues(source, &program, &info, typed)).chain(overloads).collect();
+    let fields = field_errors(program.expression(), typed);
+    let analysis = crate::output::analyse(program.expression(), declarations.variables.unwrap_or_default());
+    let checked = undeclared.chain(fields).chain(analysis.overload_errors);
+    let mut issues: Vec<Issue> = checked.map(at).collect();
     // cel-go's validators run on what its checker took.
-    let issues = if issues.is_empty() {
-        let literals = crate::literals::literal_errors(program.expression()).into_iter();
-        literals.map(|(id, message)| (position(source, &info, id), message)).map(|((l, c), m)| (l, c, m)).collect()
-    } else {
-        issues
-    };
+    if issues.is_empty() {
+        issues = crate::literals::literal_errors(program.expression()).into_iter().map(at).collect();
+    }
     if let Some(issues) = printed(source, issues) {
         return Err(format!("compilation failed: {issues}"));
     }
@@ -146,16 +139,13 @@ pub fn checked_variable_type(source: &str, typed: Typed<'_>) -> Option<DeclType>
     crate::typecheck::value_type(program.expression(), typed)
 }
 
-/// The field errors of `program` (compiled from `source`) with `typed`,
-/// at their positions.
-fn field_issues(source: &str, program: &Program, info: &SourceInfo, typed: Typed<'_>) -> Vec<(isize, isize, String)> {
-    let found = field_errors(program.expression(), typed).into_iter();
-    found
-        .map(|(id, message)| {
-            let (line, column) = position(source, info, id);
-            (line, column, message)
-        })
-        .collect()
+/// An issue as cel-go prints it: its line, its column, and what it says.
+type Issue = (isize, isize, String);
+
+/// `message`, said of node `id` of `source`, at the node's position.
+fn issue_at(source: &str, info: &SourceInfo, id: u64, message: String) -> Issue {
+    let (line, column) = position(source, info, id);
+    (line, column, message)
 }
 
 /// Where node `id` of `source` is, as cel-go counts: its line, and its
@@ -178,12 +168,13 @@ fn position(source: &str, info: &SourceInfo, id: u64) -> (isize, isize) {
 pub fn type_checked(source: &str, typed: Typed<'_>) -> Option<String> {
     let parser = Parser::new().enable_optional_syntax(true);
     let (program, info) = Program::compile_with_info(parser, source).ok()?;
-    printed(source, field_issues(source, &program, &info, typed))
+    let fields = field_errors(program.expression(), typed).into_iter();
+    printed(source, fields.map(|(id, message)| issue_at(source, &info, id, message)).collect())
 }
 
 /// Issues in the order of their positions, as cel-go prints them; `None`
 /// for none.
-fn printed(source: &str, mut issues: Vec<(isize, isize, String)>) -> Option<String> {
+fn printed(source: &str, mut issues: Vec<Issue>) -> Option<String> {
     if issues.is_empty() {
         return None;
     }
