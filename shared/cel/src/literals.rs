@@ -4,6 +4,9 @@
 //! refused where the literal is written (`invalid duration argument`), as
 //! the API server refuses it when the policy is created. As cel-go does,
 //! the literal is judged by evaluating the call, here with this engine.
+//! The fourth validator Kubernetes turns on, of homogeneous aggregate
+//! literals, needs each item's type, and so runs in the walk that types
+//! them ([`crate::output`]).
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::{Context, Program};

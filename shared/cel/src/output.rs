@@ -9,7 +9,8 @@
 //! `oldObject` and `params` are `dyn` there, so reading a field of them is
 //! `dyn` too, and so is a `has()` or a comparison `bool`.
 //!
-//! Only what is certain is said: a literal, a list literal of one type, a
+//! Only what is certain is said: a literal, a list literal of one type
+//! (or of several, as cel-go's checker joins them), a
 //! map literal with string keys, a read from a `dyn` variable, the
 //! operators, conversions, indexes and functions of the overload tables
 //! (cel-go's and Kubernetes' libraries', [`crate::libraries`]), the macros
@@ -36,6 +37,11 @@ pub(crate) struct Analysis {
     /// The calls whose arguments no overload takes: each node's id and
     /// cel-go's words, in the order of the tree.
     pub(crate) overload_errors: Vec<(u64, String)>,
+    /// The items of list and map literals whose type is not the first
+    /// item's (`[1, 'a']`), which cel-go's homogeneous aggregate literal
+    /// validator refuses (Kubernetes turns it on) after a clean check:
+    /// each item's node id and cel-go's words.
+    pub(crate) mixed_literals: Vec<(u64, String)>,
 }
 
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
@@ -45,7 +51,7 @@ pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
     // A call none takes gives cel-go's error type, not a result to
     // judge: its own error is what is said.
     let output = output.filter(|_| walk.errors.is_empty());
-    Analysis { output, overload_errors: walk.errors }
+    Analysis { output, overload_errors: walk.errors, mixed_literals: walk.mixed }
 }
 
 /// A result's type as the API server names it where a field does not
@@ -114,11 +120,45 @@ struct Output<'e, 't> {
     scope: Vec<(&'e str, Known<'t>)>,
     variables: &'t [Variable<'t>],
     errors: Vec<(u64, String)>,
+    /// See [`Analysis::mixed_literals`].
+    mixed: Vec<(u64, String)>,
+    /// How many `format` calls the walk is in: cel-go's validator exempts
+    /// the literals anywhere in their arguments.
+    formatting: usize,
+    /// How many empty list and map literals the walk has typed. Their
+    /// items' type is a type variable in cel-go, bound by what they meet
+    /// (`[[], [1]]` is a `list(list(int))`), so a type that holds one is
+    /// not compared.
+    empty_literals: usize,
 }
 
 impl<'e, 't> Output<'e, 't> {
     fn new(variables: &'t [Variable<'t>]) -> Self {
-        Self { scope: Vec::new(), variables, errors: Vec::new() }
+        Self { scope: Vec::new(), variables, errors: Vec::new(), mixed: Vec::new(), formatting: 0, empty_literals: 0 }
+    }
+
+    /// `expr`'s type, and the same again where it is exactly cel-go's, as
+    /// the homogeneous literal validator compares it: named (not an
+    /// object), not optional, and holding no empty literal.
+    fn item(&mut self, expr: &'e IdedExpr, optional: bool) -> (Known<'t>, Known<'t>) {
+        let empty_literals = self.empty_literals;
+        let known = self.of(expr);
+        let exact = known.clone().filter(|t| {
+            !optional && self.empty_literals == empty_literals && self.formatting == 0 && t.cel_name().is_some()
+        });
+        (known, exact)
+    }
+
+    /// Says where an item's exact type is not the first's, as cel-go's
+    /// homogeneous literal validator does; whether it said so.
+    fn mixed(&mut self, first: &Known<'_>, item: &IdedExpr, found: &Known<'_>) -> bool {
+        let (Some(expected), Some(found)) = (first, found) else { return false };
+        if expected == found {
+            return false;
+        }
+        let (expected, found) = (crate::overloads::name(expected), crate::overloads::name(found));
+        self.mixed.push((item.id, format!("expected type '{expected}' but found '{found}'")));
+        true
     }
 
     fn of(&mut self, expr: &'e IdedExpr) -> Known<'t> {
@@ -187,24 +227,60 @@ impl<'e, 't> Output<'e, 't> {
                 result
             }
             // An empty list holds anything.
-            Expr::List(list) if list.elements.is_empty() => Some(Cow::Owned(DeclType::List(Box::new(DeclType::Dyn)))),
+            Expr::List(list) if list.elements.is_empty() => {
+                self.empty_literals += 1;
+                Some(Cow::Owned(DeclType::List(Box::new(DeclType::Dyn))))
+            }
             Expr::List(list) => {
-                // Items of one certain type (not `dyn`): a list of it.
-                // Of items of different types cel-go says more, where
-                // the list meets another type (not followed).
-                let items: Vec<Known<'t>> = list.elements.iter().map(|e| self.of(e)).collect();
+                let mut items = Vec::with_capacity(list.elements.len());
+                let mut exact = Vec::with_capacity(list.elements.len());
+                for (i, element) in list.elements.iter().enumerate() {
+                    let (known, certain) = self.item(element, list.optional_indices.contains(&i));
+                    items.push(known);
+                    exact.push(certain);
+                }
+                // The first item whose type is not the first's is said
+                // (cel-go says only the first in a list).
+                for (element, found) in list.elements.iter().zip(&exact).skip(1) {
+                    if self.mixed(&exact[0], element, found) {
+                        break;
+                    }
+                }
+                // Items of one certain type: a list of it. Of items of
+                // different types, whose type is exactly cel-go's: a list
+                // of what its checker joins them to.
                 let first = items.first().cloned().flatten()?;
-                let one = *first != DeclType::Dyn && items.iter().all(|t| t.as_deref() == Some(&*first));
-                one.then(|| Cow::Owned(DeclType::List(Box::new(first.into_owned()))))
+                if items.iter().all(|t| t.as_deref() == Some(&*first)) {
+                    return Some(Cow::Owned(DeclType::List(Box::new(first.into_owned()))));
+                }
+                let exact: Option<Vec<Cow<'t, DeclType>>> = exact.into_iter().collect();
+                let joined = exact?.iter().try_fold(None, |joined: Option<DeclType>, item| match joined {
+                    None => Some(Some(item.clone().into_owned())),
+                    Some(joined) => crate::types::join(&joined, item).map(Some),
+                });
+                joined.flatten().map(|t| Cow::Owned(DeclType::List(Box::new(t))))
             }
             Expr::Map(map) => {
                 // String keys and values of certain types (not `dyn`): a
                 // map of the one type they share, or of `dyn`.
+                if map.entries.is_empty() {
+                    self.empty_literals += 1;
+                }
                 let mut values = Vec::new();
+                let mut first: Option<(Known<'t>, Known<'t>)> = None;
                 for entry in &map.entries {
                     let EntryExpr::MapEntry(entry) = &entry.expr else { return None };
-                    let key = self.of(&entry.key);
-                    values.push(self.of(&entry.value).filter(|_| key.as_deref() == Some(&DeclType::Scalar("string"))));
+                    let (key, exact_key) = self.item(&entry.key, false);
+                    let (value, exact_value) = self.item(&entry.value, entry.optional);
+                    // Every key and value whose type is not the first's
+                    // is said.
+                    if let Some((first_key, first_value)) = &first {
+                        self.mixed(first_key, &entry.key, &exact_key);
+                        self.mixed(first_value, &entry.value, &exact_value);
+                    } else {
+                        first = Some((exact_key, exact_value));
+                    }
+                    values.push(value.filter(|_| key.as_deref() == Some(&DeclType::Scalar("string"))));
                 }
                 let values: Vec<Cow<'t, DeclType>> = values.into_iter().collect::<Option<_>>()?;
                 let first = values.first()?;
@@ -237,6 +313,15 @@ impl<'e, 't> Output<'e, 't> {
     }
 
     fn call(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
+        let formatting = usize::from(call.func_name == "format");
+        self.formatting += formatting;
+        let result = self.resolved(expr, call);
+        self.formatting -= formatting;
+        result
+    }
+
+    /// What `call` gives, by the overload tables.
+    fn resolved(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
         // A function in a namespace (`sets.contains(a, b)`) is a global
         // named so, even where a loop's variable has the namespace's name.
         let qualified = crate::declared::qualified(call);
@@ -371,7 +456,7 @@ mod tests {
             ("namespaceObject.metadata.labels", Some("map(string, string)")),
             ("size(object.x)", Some("int")),
             ("object.spec.replicas > 1 ? 'a' : 'b'", Some("string")),
-            ("[object.x]", None),
+            ("[object.x]", Some("list(dyn)")),
             ("f(1)", None),
         ];
         for (source, expected) in cases {

@@ -8,7 +8,10 @@
 //! with; undefined fields of `request`, `namespaceObject` and `variables`,
 //! which the API server's environment types, from [`crate::typecheck`];
 //! calls no overload of the standard operators and functions takes
-//! (`'a' > 1`), from [`crate::overloads`]. [`type_checked`] is what the
+//! (`'a' > 1`), from [`crate::overloads`]; and, when none of those, what
+//! cel-go's validators refuse: unreadable literals ([`crate::literals`])
+//! and list and map literals of mixed items ([`crate::output`]).
+//! [`type_checked`] is what the
 //! API server's status controller says afterwards, with `object` and
 //! `params` typed by their schemas.
 
@@ -116,7 +119,8 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
     let mut issues: Vec<Issue> = checked.map(at).collect();
     // cel-go's validators run on what its checker took.
     if issues.is_empty() {
-        issues = crate::literals::literal_errors(program.expression()).into_iter().map(at).collect();
+        let literals = crate::literals::literal_errors(program.expression());
+        issues = literals.into_iter().chain(analysis.mixed_literals).map(at).collect();
     }
     if let Some(issues) = printed(source, issues) {
         return Err(format!("compilation failed: {issues}"));

@@ -66,6 +66,48 @@ impl DeclType {
     }
 }
 
+/// The type cel-go's checker gives items of types `a` and `b` of one
+/// literal (its `joinTypes`): the more general where one is assignable to
+/// the other, `dyn` where neither is. `None` where a `null` or an object
+/// is joined with another type, which this does not follow.
+pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
+    if !follows(a) || !follows(b) {
+        return None;
+    }
+    Some(if assignable(a, b) { if less_specific(a, b) { a.clone() } else { b.clone() } } else { DeclType::Dyn })
+}
+
+/// Whether [`join`] follows `t`: no `null`, no object, in it.
+fn follows(t: &DeclType) -> bool {
+    match t {
+        DeclType::Dyn => true,
+        DeclType::Scalar(name) => *name != "null_type",
+        DeclType::List(items) | DeclType::Map(items) => follows(items),
+        DeclType::Object(_) => false,
+    }
+}
+
+/// Whether a value of type `b` may be where `a` is, as cel-go's checker
+/// decides it between the types [`join`] follows.
+fn assignable(a: &DeclType, b: &DeclType) -> bool {
+    match (a, b) {
+        (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
+        (DeclType::List(a), DeclType::List(b)) | (DeclType::Map(a), DeclType::Map(b)) => assignable(a, b),
+        (a, b) => a == b,
+    }
+}
+
+/// Whether `a` is as general as `b`, or more (cel-go's
+/// `isEqualOrLessSpecific`), between assignable types.
+fn less_specific(a: &DeclType, b: &DeclType) -> bool {
+    match (a, b) {
+        (DeclType::Dyn, _) => true,
+        (_, DeclType::Dyn) => false,
+        (DeclType::List(a), DeclType::List(b)) | (DeclType::Map(a), DeclType::Map(b)) => less_specific(a, b),
+        _ => true,
+    }
+}
+
 pub(crate) const STRING: DeclType = DeclType::Scalar("string");
 pub(crate) const INT: DeclType = DeclType::Scalar("int");
 pub(crate) const BOOL: DeclType = DeclType::Scalar("bool");

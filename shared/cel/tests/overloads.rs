@@ -114,9 +114,9 @@ fn calls_no_overload_takes_are_refused_in_the_api_servers_words() {
         ),
         ("[1] == [object.x]", None),
         (
-            "{'a': 1, 'b': 'x'} == {1: 1}",
+            "{'a': 1} == {1: 1}",
             Some(
-                "ERROR: <input>:1:20: found no matching overload for '_==_' applied to '(map(string, dyn), map(int, int))'",
+                "ERROR: <input>:1:10: found no matching overload for '_==_' applied to '(map(string, int), map(int, int))'",
             ),
         ),
         ("{'a': 1} == {'b': 2}", None),
@@ -314,27 +314,13 @@ fn calls_no_overload_takes_are_refused_in_the_api_servers_words() {
         ),
     ];
     // What the API server says and `check` does not say yet: a list
-    // literal whose items are of different types, a map with keys other
-    // than strings, and an object type's name.
+    // literal whose items' type is bound by an empty list beside them, a
+    // map with keys other than strings, and an object type's name.
     let not_yet = [
-        "[1, null] == []",
-        "[null, 1] == []",
         "[[1], []] == [['a']]",
-        "[1, object.x, 'a'] == []",
-        "['a', 1, 2.0] == []",
-        "[request.userInfo, 1] == []",
-        "[timestamp('2020-01-01T00:00:00Z'), null] == []",
-        "[1, [1, 'a']] == []",
-        "[object.x, 1] == 1",
-        "[[1], ['a']] == 1",
-        "[[1], [object.x]] == 1",
-        "[{'a': 1}, {'a': 'b'}] == 1",
-        "[object.x, object.y] == 1",
         "[[], [1]] == 1",
-        "['a', 1, 2.0] == 1",
-        "[1, 'a'] + [true] == []",
-        "[1, 1.0] + [1] == []",
-        "{'a': 1, 'b': 'x'} == {1: 1}",
+        "{'a': 1} == {1: 1}",
+        "[request.userInfo, 1] == []",
         "string(request.userInfo) == 'a'",
     ];
     let differences = differences(cases, &not_yet);
