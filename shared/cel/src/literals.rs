@@ -68,19 +68,11 @@ fn entry(entry: &EntryExpr, errors: &mut Vec<(u64, String)>) {
     }
 }
 
-/// Whether `literal` is one that Go reads and this engine does not (an
-/// offset of 24 hours or more, a pattern quoted with `\Q...\E`): not
-/// judged, as the API server takes it (`tests/literals.rs`).
+/// Whether `literal` is one that Go reads and this engine does not (a
+/// pattern quoted with `\Q...\E`): not judged, as the API server takes
+/// it (`tests/literals.rs`).
 fn read_otherwise(function: &str, literal: &str) -> bool {
-    match function {
-        "timestamp" => {
-            let offset = literal.len().checked_sub(6).and_then(|at| literal.get(at..));
-            let hours = offset.filter(|o| o.starts_with(['+', '-'])).and_then(|o| o.get(1..3));
-            hours.and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| h >= 24)
-        }
-        "matches" => literal.contains("\\Q"),
-        _ => false,
-    }
+    function == "matches" && literal.contains("\\Q")
 }
 
 /// Whether `judge` evaluates with `p` the string `literal`.

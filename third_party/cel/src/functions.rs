@@ -386,8 +386,8 @@ pub mod time {
     /// The
     pub fn timestamp(value: Arc<String>) -> Result<Value> {
         Ok(Value::Timestamp(
-            chrono::DateTime::parse_from_rfc3339(value.as_str())
-                .map_err(|e| ExecutionError::function_error("timestamp", e.to_string().as_str()))?,
+            crate::rfc3339::parse_rfc3339(value.as_str())
+                .map_err(|e| ExecutionError::function_error("timestamp", e))?,
         ))
     }
 
@@ -398,8 +398,7 @@ pub mod time {
     }
 
     fn _timestamp(i: &str) -> Result<chrono::DateTime<chrono::FixedOffset>> {
-        chrono::DateTime::parse_from_rfc3339(i)
-            .map_err(|e| ExecutionError::function_error("timestamp", e.to_string()))
+        crate::rfc3339::parse_rfc3339(i).map_err(|e| ExecutionError::function_error("timestamp", e))
     }
 
     pub fn timestamp_year(
@@ -782,12 +781,12 @@ mod tests {
             (
                 "timestamp out of range",
                 "timestamp('0000-01-00T00:00:00Z')",
-                "Error executing function 'timestamp': input is out of range",
+                "Error executing function 'timestamp': cannot parse \"0000-01-00T00:00:00Z\" as RFC 3339",
             ),
             (
                 "timestamp out of range",
                 "timestamp('9999-12-32T23:59:59.999999999Z')",
-                "Error executing function 'timestamp': input is out of range",
+                "Error executing function 'timestamp': cannot parse \"9999-12-32T23:59:59.999999999Z\" as RFC 3339",
             ),
             (
                 "timestamp overflow",

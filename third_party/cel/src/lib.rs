@@ -28,6 +28,8 @@ mod resolvers;
 #[cfg(feature = "chrono")]
 mod duration;
 #[cfg(feature = "chrono")]
+mod rfc3339;
+#[cfg(feature = "chrono")]
 pub use ser::{Duration, Timestamp};
 
 mod ser;
