@@ -42,6 +42,12 @@ pub(crate) struct Analysis {
     /// validator refuses (Kubernetes turns it on) after a clean check:
     /// each item's node id and cel-go's words.
     pub(crate) mixed_literals: Vec<(u64, String)>,
+    /// The optional items of list and map literals whose type is `dyn`
+    /// (`[?object.x]`), outside `format` calls, by node id: that
+    /// validator fails on them (cel-go v0.26 indexes the optional type's
+    /// missing parameter), and kube-apiserver 1.36 answers the policy's
+    /// creation with an internal error.
+    pub(crate) dyn_optional_items: Vec<u64>,
 }
 
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
@@ -51,7 +57,12 @@ pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
     // A call none takes gives cel-go's error type, not a result to
     // judge: its own error is what is said.
     let output = output.filter(|_| walk.errors.is_empty());
-    Analysis { output, overload_errors: walk.errors, mixed_literals: walk.mixed }
+    Analysis {
+        output,
+        overload_errors: walk.errors,
+        mixed_literals: walk.mixed,
+        dyn_optional_items: walk.dyn_optional_items,
+    }
 }
 
 /// A result's type as the API server names it where a field does not
@@ -122,6 +133,8 @@ struct Output<'e, 't> {
     errors: Vec<(u64, String)>,
     /// See [`Analysis::mixed_literals`].
     mixed: Vec<(u64, String)>,
+    /// See [`Analysis::dyn_optional_items`].
+    dyn_optional_items: Vec<u64>,
     /// How many `format` calls the walk is in: cel-go's validator exempts
     /// the literals anywhere in their arguments.
     formatting: usize,
@@ -134,7 +147,15 @@ struct Output<'e, 't> {
 
 impl<'e, 't> Output<'e, 't> {
     fn new(variables: &'t [Variable<'t>]) -> Self {
-        Self { scope: Vec::new(), variables, errors: Vec::new(), mixed: Vec::new(), formatting: 0, empty_literals: 0 }
+        Self {
+            scope: Vec::new(),
+            variables,
+            errors: Vec::new(),
+            mixed: Vec::new(),
+            dyn_optional_items: Vec::new(),
+            formatting: 0,
+            empty_literals: 0,
+        }
     }
 
     /// `expr`'s type, and the same again where it is exactly cel-go's, as
@@ -143,6 +164,9 @@ impl<'e, 't> Output<'e, 't> {
     fn item(&mut self, expr: &'e IdedExpr, optional: bool) -> (Known<'t>, Known<'t>) {
         let empty_literals = self.empty_literals;
         let known = self.of(expr);
+        if optional && self.formatting == 0 && known.as_deref() == Some(&DeclType::Dyn) {
+            self.dyn_optional_items.push(expr.id);
+        }
         let exact = known.clone().filter(|t| {
             !optional && self.empty_literals == empty_literals && self.formatting == 0 && t.cel_name().is_some()
         });

@@ -118,7 +118,9 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
     let checked = undeclared.chain(fields).chain(analysis.overload_errors);
     let mut issues: Vec<Issue> = checked.map(at).collect();
     // cel-go's validators run on what its checker took.
-    if issues.is_empty() {
+    if let (true, Some(&item)) = (issues.is_empty(), analysis.dyn_optional_items.first()) {
+        issues = vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))];
+    } else if issues.is_empty() {
         let literals = crate::literals::literal_errors(program.expression());
         issues = literals.into_iter().chain(analysis.mixed_literals).map(at).collect();
     }
@@ -142,6 +144,14 @@ pub fn checked_variable_type(source: &str, typed: Typed<'_>) -> Option<DeclType>
     let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).ok()?;
     crate::typecheck::value_type(program.expression(), typed)
 }
+
+/// What `check` says of an optional item of type `dyn` in a list or map
+/// literal (`[?object.x]`), on which kube-apiserver 1.36's compiler fails
+/// where its validators run, and answers with an internal error: Portcullis'
+/// words, as the API server has none.
+const DYN_OPTIONAL_ITEM: &str = "an optional item of type 'dyn' fails kube-apiserver's compiler (cel-go's homogeneous \
+                                 literal validator panics, and the API server answers with an internal error); \
+                                 select it with '.?' or wrap it in optional.of()";
 
 /// An issue as cel-go prints it: its line, its column, and what it says.
 type Issue = (isize, isize, String);

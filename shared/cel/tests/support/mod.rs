@@ -5,6 +5,12 @@ use portcullis_cel::refusal::{Declarations, Returns, compilation_failed};
 const ALL: Declarations<'static> =
     Declarations { params: true, authorizer: true, variables: Some(&[]), returns: Returns::Bool };
 
+/// What `check` says of `source` as a validation, whole.
+#[allow(dead_code)] // Not every test file that shares this module uses it.
+pub(crate) fn refused(source: &str) -> Option<String> {
+    compilation_failed(source, ALL)
+}
+
 /// The errors' first lines, as `ERROR: <input>:1:5: ...` joined by ` / `,
 /// or a result-type refusal whole.
 fn said(source: &str) -> Option<String> {
