@@ -53,14 +53,9 @@ const TYPES: [&str; 19] = [
     "uint",
 ];
 
-/// The namespaces Kubernetes' CEL declares functions in
-/// (`optional.none()`, `lists.range(3)`, `sets.contains(a, b)`,
-/// `strings.quote(s)`, `format.dns1123Label()`, `ip.isCanonical(s)`, and
-/// in mutations `jsonpatch.escapeKey(k)`, taken in validations too).
-pub(crate) const NAMESPACES: [&str; 7] = ["optional", "lists", "sets", "strings", "format", "ip", "jsonpatch"];
-
-/// The functions Kubernetes' CEL declares in those namespaces (1.36, and
-/// a mutation's `jsonpatch.escapeKey`, taken in validations too).
+/// The functions Kubernetes' CEL declares in namespaces (1.36: every
+/// function name with a `.` its environment declares, and a mutation's
+/// `jsonpatch.escapeKey`, taken in validations too).
 const QUALIFIED: [&str; 25] = [
     "format.byte",
     "format.date",
@@ -307,19 +302,16 @@ impl<'a> Walk<'a, '_> {
                     // A function Kubernetes declares in a namespace.
                     Some(_) if qualified(call).is_some() => {}
                     // A function in a namespace: `ns.f(...)`. Of one
-                    // Kubernetes lacks, cel-go names the namespace, and
-                    // the function too (at the call's parenthesis) when
-                    // there is no function `f` at all.
-                    Some(target @ IdedExpr { expr: Expr::Ident(ns), .. })
-                        if !self.declared(ns) && !NAMESPACES.contains(&ns.as_str()) =>
-                    {
+                    // Kubernetes lacks (`strings.size()`, `math.abs(1)`),
+                    // cel-go names the namespace, and the function too
+                    // (at the call's parenthesis) when there is no
+                    // function `f` at all.
+                    Some(target @ IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {
                         self.found.push((target.id, Undeclared::Name(ns.clone())));
                         if !FUNCTIONS.contains(&call.func_name.as_str()) {
                             self.found.push((expr.id, Undeclared::Name(call.func_name.clone())));
                         }
                     }
-                    // A namespace Kubernetes declares functions in.
-                    Some(IdedExpr { expr: Expr::Ident(ns), .. }) if !self.declared(ns) => {}
                     // A function no library declares, or a macro's name
                     // with other arguments: at the call's parenthesis,
                     // before its arguments.

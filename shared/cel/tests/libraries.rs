@@ -639,6 +639,34 @@ fn library_calls_are_taken_and_refused_as_the_api_server_does() {
         ("isIPv4('1.2.3.4')", Some("ERROR: <input>:1:7: undeclared reference to 'isIPv4' (in container '')")),
         ("isCIDRv6('::/0')", Some("ERROR: <input>:1:9: undeclared reference to 'isCIDRv6' (in container '')")),
         ("'a'.isIPv6()", Some("ERROR: <input>:1:11: undeclared reference to 'isIPv6' (in container '')")),
+        ("strings.size() == 0", Some("ERROR: <input>:1:1: undeclared reference to 'strings' (in container '')")),
+        ("strings.quote('a') == 'a'", None),
+        (
+            "sets.foo([1]) == true",
+            Some(
+                "ERROR: <input>:1:1: undeclared reference to 'sets' (in container '') / ERROR: <input>:1:9: undeclared reference to 'foo' (in container '')",
+            ),
+        ),
+        ("lists.range(1) == [0]", None),
+        (
+            "math.abs(1) == 1",
+            Some(
+                "ERROR: <input>:1:1: undeclared reference to 'math' (in container '') / ERROR: <input>:1:9: undeclared reference to 'abs' (in container '')",
+            ),
+        ),
+        (
+            "optional.foo(1) == 1",
+            Some(
+                "ERROR: <input>:1:1: undeclared reference to 'optional' (in container '') / ERROR: <input>:1:13: undeclared reference to 'foo' (in container '')",
+            ),
+        ),
+        ("x.size() == 0", Some("ERROR: <input>:1:1: undeclared reference to 'x' (in container '')")),
+        (
+            "base64.encode(b'a') == ''",
+            Some(
+                "ERROR: <input>:1:1: undeclared reference to 'base64' (in container '') / ERROR: <input>:1:14: undeclared reference to 'encode' (in container '')",
+            ),
+        ),
     ];
     // What the API server says and `check` does not say yet: calls with
     // an optional value, whose type is not followed, and a format string
