@@ -37,7 +37,6 @@ fn walk(expr: &IdedExpr, errors: &mut Vec<(u64, String)>) {
         Expr::Call(call) => {
             if let (Some(judge), Some(argument)) = (judge(&call.func_name), call.args.first())
                 && let Expr::Literal(LiteralValue::String(literal)) = &argument.expr
-                && !read_otherwise(&call.func_name, literal)
                 && !evaluates(judge, literal)
             {
                 errors.push((argument.id, format!("invalid {} argument", call.func_name)));
@@ -66,13 +65,6 @@ fn entry(entry: &EntryExpr, errors: &mut Vec<(u64, String)>) {
             walk(&e.value, errors);
         }
     }
-}
-
-/// Whether `literal` is one that Go reads and this engine does not (a
-/// pattern quoted with `\Q...\E`): not judged, as the API server takes
-/// it (`tests/literals.rs`).
-fn read_otherwise(function: &str, literal: &str) -> bool {
-    function == "matches" && literal.contains("\\Q")
 }
 
 /// Whether `judge` evaluates with `p` the string `literal`.

@@ -120,6 +120,8 @@ fn literal_arguments_are_judged_as_the_api_server_judges_them() {
         ("'a'.matches('a+')", None),
         ("'a'.matches('(?i)a')", None),
         ("'a'.matches('\\\\Q.\\\\E')", None),
+        ("'a'.matches('\\\\Q(')", None),
+        ("'a'.matches('[\\\\Q]')", Some("ERROR: <input>:1:13: invalid matches argument")),
         ("'a'.matches('(?P<n>a)')", None),
         ("'a'.matches('(?<n>a)')", None),
         ("'a'.matches('\\\\pL')", None),

@@ -333,7 +333,7 @@ pub fn matches(
         Some(re) => re,
         None => {
             ftx.ptx.charge_many(regex.len() / BYTES_PER_UNIT)?;
-            let re = regex::Regex::new(&regex)
+            let re = regex::Regex::new(&crate::quoted::unquoted(&regex))
                 .map_err(|err| ftx.error(format!("'{regex}' not a valid regex:\n{err}")))?;
             if regex.len() <= KEPT_LEN {
                 COMPILED.with(|compiled| {

@@ -29,6 +29,8 @@ mod resolvers;
 mod duration;
 #[cfg(feature = "chrono")]
 mod rfc3339;
+#[cfg(feature = "regex")]
+mod quoted;
 #[cfg(feature = "chrono")]
 pub use ser::{Duration, Timestamp};
 
