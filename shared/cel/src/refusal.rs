@@ -217,6 +217,7 @@ fn issue(source: &str, line: isize, column: isize, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::typecheck::Objects;
 
     const ALL: Declarations<'static> =
         Declarations { params: true, authorizer: true, variables: Some(&[]), returns: Returns::Any };
@@ -322,7 +323,8 @@ mod tests {
     #[test]
     fn type_checking_finds_what_the_api_servers_status_controller_finds() {
         let deployment = crate::schemas::BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
-        let typed = Typed { object: Some(&deployment), ..Typed::default() };
+        let objects = Objects::Schemas { object: &deployment, params: None };
+        let typed = Typed { objects, ..Typed::default() };
         // The API server's words (`status.typeChecking`, kube-apiserver 1.36).
         let source = "has(object.spec.foo) || object.metadata.namespace == '' || object.?spec.?bar.orValue(1) == 1";
         assert_eq!(

@@ -27,14 +27,44 @@ use crate::types::{DeclType, INDEX, KEY, NAMESPACE, REQUEST};
 /// What an expression's variables are known to be.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Typed<'t> {
-    /// `object` and `oldObject`: their kind's type (`None`: `dyn`, as
-    /// when a policy is created; typed, as the status controller checks
-    /// it).
-    pub object: Option<&'t DeclType>,
-    /// `params`: the `paramKind`'s type (`None`: `dyn`).
-    pub params: Option<&'t DeclType>,
+    /// `object`, `oldObject` and `params`.
+    pub objects: Objects<'t>,
     /// The variables `variables` has (`None`: it is not checked).
     pub variables: Option<&'t [Variable<'t>]>,
+}
+
+/// How `object`, `oldObject` and `params` are typed: `dyn` when a policy
+/// is created, by schemas when the status controller checks it.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Objects<'t> {
+    /// As when a policy is created: all three `dyn`.
+    #[default]
+    Dyn,
+    /// As the status controller checks a policy (`status.typeChecking`):
+    /// `object` and `oldObject` of one kind the policy matches, `params`
+    /// of its `paramKind` (`None`: `dyn`).
+    Schemas {
+        /// The kind's type.
+        object: &'t DeclType,
+        /// The `paramKind`'s type.
+        params: Option<&'t DeclType>,
+    },
+}
+
+impl<'t> Objects<'t> {
+    fn object(self) -> Option<&'t DeclType> {
+        match self {
+            Self::Dyn => None,
+            Self::Schemas { object, .. } => Some(object),
+        }
+    }
+
+    fn params(self) -> Option<&'t DeclType> {
+        match self {
+            Self::Dyn => None,
+            Self::Schemas { params, .. } => params,
+        }
+    }
 }
 
 /// One of a policy's variables, as an expression that reads it sees it.
@@ -154,7 +184,7 @@ impl<'t, 'e> Walk<'t, 'e> {
             // authorizer's `requestResource` and says so at each use (the
             // policy runs); when the policy is created, it does.
             Expr::Select(select)
-                if self.typed.object.is_some()
+                if matches!(self.typed.objects, Objects::Schemas { .. })
                     && select.field == "requestResource"
                     && matches!(&select.operand.expr, Expr::Ident(n) if n == "authorizer")
                     && !self.scope.iter().any(|(n, _)| *n == "authorizer") =>
@@ -206,8 +236,8 @@ impl<'t, 'e> Walk<'t, 'e> {
         }
         let known = |t: Option<&'t DeclType>| t.map_or(Ty::Dyn, Ty::Of);
         match name {
-            "object" | "oldObject" => known(self.typed.object),
-            "params" => known(self.typed.params),
+            "object" | "oldObject" => known(self.typed.objects.object()),
+            "params" => known(self.typed.objects.params()),
             "request" => Ty::Of(&REQUEST),
             "namespaceObject" => Ty::Of(&NAMESPACE),
             "variables" if self.typed.variables.is_some() => Ty::Variables,
@@ -364,7 +394,7 @@ mod tests {
     #[test]
     fn fields_a_deployment_lacks_are_found_through_loops_and_optionals() {
         let deployment = BUILTIN.kind("apps", "v1", "Deployment").expect("built in");
-        let typed = Typed { object: Some(&deployment), ..Typed::default() };
+        let typed = Typed { objects: Objects::Schemas { object: &deployment, params: None }, ..Typed::default() };
         let cases: [(&str, &[&str]); 9] = [
             ("object.spec.replicsa > 1", &["replicsa"]),
             ("has(object.spec.foo) || object.metadata.namespace == ''", &["foo"]),

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
 use portcullis_cel::refusal::{checked_variable_type, type_checked};
 use portcullis_cel::schemas::Schemas;
-use portcullis_cel::typecheck::{Typed, Variable};
+use portcullis_cel::typecheck::{Objects, Typed, Variable};
 use portcullis_cel::types::DeclType;
 
 /// The most kinds the API server checks a policy against.
@@ -61,7 +61,8 @@ pub fn check(policy: &ValidatingAdmissionPolicy, schemas: &Schemas) -> Vec<Expre
             .iter()
             .zip(&variables)
             .filter_map(|(((group, version, kind), object), variables)| {
-                let typed = Typed { object: Some(object), params: params.as_ref(), variables: Some(variables) };
+                let objects = Objects::Schemas { object, params: params.as_ref() };
+                let typed = Typed { objects, variables: Some(variables) };
                 let issues = type_checked(source, typed)?;
                 Some(format!("{group}/{version}, Kind={kind}: {issues}\n"))
             })
@@ -113,7 +114,7 @@ fn typed_variables<'a>(
 ) -> Vec<Variable<'a>> {
     let mut typed: Vec<Variable<'a>> = Vec::new();
     for variable in spec.variables.iter().flatten() {
-        let seen = Typed { object: Some(object), params, variables: Some(&typed) };
+        let seen = Typed { objects: Objects::Schemas { object, params }, variables: Some(&typed) };
         let value = checked_variable_type(&variable.expression, seen);
         typed.push(Variable { name: &variable.name, value });
     }
