@@ -118,11 +118,16 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
     let checked = undeclared.chain(fields).chain(analysis.overload_errors);
     let mut issues: Vec<Issue> = checked.map(at).collect();
     // cel-go's validators run on what its checker took.
-    if let (true, Some(&item)) = (issues.is_empty(), analysis.dyn_optional_items.first()) {
-        issues = vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))];
-    } else if issues.is_empty() {
-        let literals = crate::literals::literal_errors(program.expression());
-        issues = literals.into_iter().chain(analysis.mixed_literals).map(at).collect();
+    if issues.is_empty() {
+        let literals = crate::literals::literals(program.expression());
+        issues = match analysis.dyn_optional_items.first() {
+            Some(&item) => vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))],
+            None => literals.errors.into_iter().chain(analysis.mixed_literals).map(at).collect(),
+        };
+        // Planned only once compiled.
+        if let (true, Some(&map)) = (issues.is_empty(), literals.bytes_keyed_maps.first()) {
+            issues = vec![at((map, BYTES_KEYED_MAP.to_owned()))];
+        }
     }
     if let Some(issues) = printed(source, issues) {
         return Err(format!("compilation failed: {issues}"));
@@ -152,6 +157,14 @@ pub fn checked_variable_type(source: &str, typed: Typed<'_>) -> Option<DeclType>
 const DYN_OPTIONAL_ITEM: &str = "an optional item of type 'dyn' fails kube-apiserver's compiler (cel-go's homogeneous \
                                  literal validator panics, and the API server answers with an internal error); \
                                  select it with '.?' or wrap it in optional.of()";
+
+/// What `check` says of a map literal of constants with a `bytes` key
+/// (`{b'k': 1}`), on which kube-apiserver 1.36's compiler fails when it
+/// plans the program, and answers with an internal error: Portcullis'
+/// words, as the API server has none.
+const BYTES_KEYED_MAP: &str = "a map literal with a bytes key fails kube-apiserver's compiler (cel-go panics hashing the \
+                               key when it plans the program, and the API server answers with an internal error); \
+                               CEL's map keys are int, uint, bool or string";
 
 /// An issue as cel-go prints it: its line, its column, and what it says.
 type Issue = (isize, isize, String);
