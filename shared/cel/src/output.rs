@@ -161,15 +161,22 @@ impl<'e, 't> Output<'e, 't> {
     /// `expr`'s type, and the same again where it is exactly cel-go's, as
     /// the homogeneous literal validator compares it: named (not an
     /// object), not optional, and holding no empty literal.
+    /// An optional item (`[?x]`, `{?k: x}`) must be an optional value, or
+    /// `dyn`: cel-go's checker refuses one of a certain other type.
     fn item(&mut self, expr: &'e IdedExpr, optional: bool) -> (Known<'t>, Known<'t>) {
         let empty_literals = self.empty_literals;
         let known = self.of(expr);
-        if optional && self.formatting == 0 && known.as_deref() == Some(&DeclType::Dyn) {
-            self.dyn_optional_items.push(expr.id);
+        let named = known.clone().filter(|t| self.empty_literals == empty_literals && t.cel_name().is_some());
+        match (optional, named.as_deref()) {
+            (true, Some(DeclType::Dyn)) if self.formatting == 0 => self.dyn_optional_items.push(expr.id),
+            (true, Some(DeclType::Dyn)) => {}
+            (true, Some(t)) => {
+                let found = crate::overloads::name(t);
+                self.errors.push((expr.id, format!("expected type 'optional_type({found})' but found '{found}'")));
+            }
+            _ => {}
         }
-        let exact = known.clone().filter(|t| {
-            !optional && self.empty_literals == empty_literals && self.formatting == 0 && t.cel_name().is_some()
-        });
+        let exact = named.filter(|_| !optional && self.formatting == 0);
         (known, exact)
     }
 
