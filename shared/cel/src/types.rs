@@ -74,7 +74,11 @@ pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     if !follows(a) || !follows(b) {
         return None;
     }
-    Some(if assignable(a, b) { if less_specific(a, b) { a.clone() } else { b.clone() } } else { DeclType::Dyn })
+    Some(if crate::overloads::unify(a, b) {
+        if less_specific(a, b) { a.clone() } else { b.clone() }
+    } else {
+        DeclType::Dyn
+    })
 }
 
 /// Whether [`join`] follows `t`: no `null`, no object, in it.
@@ -84,16 +88,6 @@ fn follows(t: &DeclType) -> bool {
         DeclType::Scalar(name) => *name != "null_type",
         DeclType::List(items) | DeclType::Map(items) => follows(items),
         DeclType::Object(_) => false,
-    }
-}
-
-/// Whether a value of type `b` may be where `a` is, as cel-go's checker
-/// decides it between the types [`join`] follows.
-fn assignable(a: &DeclType, b: &DeclType) -> bool {
-    match (a, b) {
-        (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
-        (DeclType::List(a), DeclType::List(b)) | (DeclType::Map(a), DeclType::Map(b)) => assignable(a, b),
-        (a, b) => a == b,
     }
 }
 
