@@ -19,11 +19,11 @@ fn said(source: &str) -> Option<String> {
     Some(errors.lines().filter(|l| l.starts_with("ERROR")).collect::<Vec<_>>().join(" / "))
 }
 
-/// Each case (an expression as a validation, and the API server's words,
-/// `None` where it takes it) where `check` says otherwise; of those in
-/// `not_yet`, where `check` refuses what the API server takes, or says
-/// anything at all.
-pub(crate) fn differences(cases: &[(&str, Option<&str>)], not_yet: &[&str]) -> Vec<String> {
+/// Fails with every case (an expression as a validation, and the API
+/// server's words, `None` where it takes it) where `check` says
+/// otherwise; of those in `not_yet`, with every one where `check` refuses
+/// what the API server takes, or says anything at all.
+pub(crate) fn assert_said(cases: &[(&str, Option<&str>)], not_yet: &[&str]) {
     let mut differences = Vec::new();
     for &(source, theirs) in cases {
         let ours = said(source);
@@ -32,5 +32,5 @@ pub(crate) fn differences(cases: &[(&str, Option<&str>)], not_yet: &[&str]) -> V
             differences.push(format!("{source}\n  API server: {theirs:?}\n  check:      {ours:?}"));
         }
     }
-    differences
+    assert!(differences.is_empty(), "{} differ:\n{}", differences.len(), differences.join("\n"));
 }
