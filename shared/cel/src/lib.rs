@@ -36,6 +36,7 @@ mod libraries;
 mod literals;
 mod output;
 mod overloads;
+mod planner;
 pub mod reads;
 pub mod refusal;
 pub mod schemas;

@@ -6,27 +6,15 @@
 //! the literal is judged by evaluating the call, here with this engine.
 //! The fourth validator Kubernetes turns on, of homogeneous aggregate
 //! literals, needs each item's type, and so runs in the walk that types
-//! them ([`crate::output`]). The same walk finds the map literals of
-//! constants with a `bytes` key, on which the API server's compiler fails
-//! when it plans the program (cel-go folds the literal into a map, and
-//! hashing a `bytes` key panics).
+//! them ([`crate::output`]).
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::{Context, Program};
 
-/// What the walk over an expression's literals finds.
-#[derive(Debug, Default)]
-pub(crate) struct Literals {
-    /// The calls whose literal argument the API server refuses: each
-    /// literal's node id and cel-go's words.
-    pub(crate) errors: Vec<(u64, String)>,
-    /// The map literals of constants with a `bytes` key, by node id.
-    pub(crate) bytes_keyed_maps: Vec<u64>,
-}
-
-/// The [`Literals`] of `expr`.
-pub(crate) fn literals(expr: &IdedExpr) -> Literals {
-    let mut found = Literals::default();
+/// The calls in `expr` whose literal argument the API server refuses:
+/// each literal's node id and cel-go's words, in the order of the tree.
+pub(crate) fn refused(expr: &IdedExpr) -> Vec<(u64, String)> {
+    let mut found = Vec::new();
     walk(expr, &mut found);
     found
 }
@@ -44,27 +32,21 @@ fn judge(function: &str) -> Option<&'static str> {
     }
 }
 
-fn walk(expr: &IdedExpr, found: &mut Literals) {
+fn walk(expr: &IdedExpr, found: &mut Vec<(u64, String)>) {
     match &expr.expr {
         Expr::Call(call) => {
             if let (Some(judge), Some(argument)) = (judge(&call.func_name), call.args.first())
                 && let Expr::Literal(LiteralValue::String(literal)) = &argument.expr
                 && !evaluates(judge, literal)
             {
-                found.errors.push((argument.id, format!("invalid {} argument", call.func_name)));
+                found.push((argument.id, format!("invalid {} argument", call.func_name)));
             }
             call.target.iter().for_each(|t| walk(t, found));
             call.args.iter().for_each(|a| walk(a, found));
         }
         Expr::Select(select) => walk(&select.operand, found),
         Expr::List(list) => list.elements.iter().for_each(|e| walk(e, found)),
-        Expr::Map(map) => {
-            let bytes_key = |e: &EntryExpr| matches!(e, EntryExpr::MapEntry(e) if matches!(e.key.expr, Expr::Literal(LiteralValue::Bytes(_))));
-            if constant(expr) && map.entries.iter().any(|e| bytes_key(&e.expr)) {
-                found.bytes_keyed_maps.push(expr.id);
-            }
-            map.entries.iter().for_each(|e| entry(&e.expr, found));
-        }
+        Expr::Map(map) => map.entries.iter().for_each(|e| entry(&e.expr, found)),
         Expr::Struct(structure) => structure.entries.iter().for_each(|e| entry(&e.expr, found)),
         Expr::Comprehension(c) => {
             for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
@@ -75,26 +57,13 @@ fn walk(expr: &IdedExpr, found: &mut Literals) {
     }
 }
 
-fn entry(entry: &EntryExpr, found: &mut Literals) {
+fn entry(entry: &EntryExpr, found: &mut Vec<(u64, String)>) {
     match entry {
         EntryExpr::StructField(field) => walk(&field.value, found),
         EntryExpr::MapEntry(e) => {
             walk(&e.key, found);
             walk(&e.value, found);
         }
-    }
-}
-
-/// Whether cel-go's planner folds `expr` into a constant: a literal, or a
-/// list or map literal of constants (without optional items).
-fn constant(expr: &IdedExpr) -> bool {
-    match &expr.expr {
-        Expr::Literal(_) => true,
-        Expr::List(list) => list.optional_indices.is_empty() && list.elements.iter().all(constant),
-        Expr::Map(map) => map.entries.iter().all(
-            |e| matches!(&e.expr, EntryExpr::MapEntry(e) if !e.optional && constant(&e.key) && constant(&e.value)),
-        ),
-        _ => false,
     }
 }
 
@@ -112,7 +81,7 @@ mod tests {
 
     fn errors(source: &str) -> Vec<String> {
         let program = Program::compile(source).expect("it parses");
-        literals(program.expression()).errors.into_iter().map(|(_, message)| message).collect()
+        refused(program.expression()).into_iter().map(|(_, message)| message).collect()
     }
 
     #[test]

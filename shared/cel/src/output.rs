@@ -42,12 +42,12 @@ pub(crate) struct Analysis {
     /// validator refuses (Kubernetes turns it on) after a clean check:
     /// each item's node id and cel-go's words.
     pub(crate) mixed_literals: Vec<(u64, String)>,
-    /// The optional items of list and map literals whose type is `dyn`
-    /// (`[?object.x]`), outside `format` calls, by node id: that
+    /// The first optional item of a list or map literal whose type is
+    /// `dyn` (`[?object.x]`), outside `format` calls, by node id: that
     /// validator fails on them (cel-go v0.26 indexes the optional type's
     /// missing parameter), and kube-apiserver 1.36 answers the policy's
     /// creation with an internal error.
-    pub(crate) dyn_optional_items: Vec<u64>,
+    pub(crate) dyn_optional_item: Option<u64>,
 }
 
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
@@ -61,7 +61,7 @@ pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
         output,
         overload_errors: walk.errors,
         mixed_literals: walk.mixed,
-        dyn_optional_items: walk.dyn_optional_items,
+        dyn_optional_item: walk.dyn_optional_item,
     }
 }
 
@@ -133,8 +133,8 @@ struct Output<'e, 't> {
     errors: Vec<(u64, String)>,
     /// See [`Analysis::mixed_literals`].
     mixed: Vec<(u64, String)>,
-    /// See [`Analysis::dyn_optional_items`].
-    dyn_optional_items: Vec<u64>,
+    /// See [`Analysis::dyn_optional_item`].
+    dyn_optional_item: Option<u64>,
     /// How many `format` calls the walk is in: cel-go's validator exempts
     /// the literals anywhere in their arguments.
     formatting: usize,
@@ -152,7 +152,7 @@ impl<'e, 't> Output<'e, 't> {
             variables,
             errors: Vec::new(),
             mixed: Vec::new(),
-            dyn_optional_items: Vec::new(),
+            dyn_optional_item: None,
             formatting: 0,
             empty_literals: 0,
         }
@@ -161,6 +161,7 @@ impl<'e, 't> Output<'e, 't> {
     /// `expr`'s type, and the same again where it is exactly cel-go's, as
     /// the homogeneous literal validator compares it: named (not an
     /// object), not optional, and holding no empty literal.
+    ///
     /// An optional item (`[?x]`, `{?k: x}`) must be an optional value, or
     /// `dyn`: cel-go's checker refuses one of a certain other type.
     fn item(&mut self, expr: &'e IdedExpr, optional: bool) -> (Known<'t>, Known<'t>) {
@@ -168,7 +169,9 @@ impl<'e, 't> Output<'e, 't> {
         let known = self.of(expr);
         let named = known.clone().filter(|t| self.empty_literals == empty_literals && t.cel_name().is_some());
         match (optional, named.as_deref()) {
-            (true, Some(DeclType::Dyn)) if self.formatting == 0 => self.dyn_optional_items.push(expr.id),
+            (true, Some(DeclType::Dyn)) if self.formatting == 0 => {
+                self.dyn_optional_item.get_or_insert(expr.id);
+            }
             (true, Some(DeclType::Dyn)) => {}
             (true, Some(t)) => {
                 let found = crate::overloads::name(t);

@@ -11,6 +11,13 @@
 //! (`'a' > 1`), from [`crate::overloads`]; and, when none of those, what
 //! cel-go's validators refuse: unreadable literals ([`crate::literals`])
 //! and list and map literals of mixed items ([`crate::output`]).
+//!
+//! Two inputs make the API server's compiler itself fail, and it answers
+//! their policy with an internal error and no words: an optional item of
+//! type `dyn` (`[?object.x]`, cel-go's literal validator panics) and a
+//! map literal of constants with a `bytes` key (its planner panics,
+//! [`crate::planner`]). Those are refused in Portcullis' own words.
+//!
 //! [`type_checked`] is what the
 //! API server's status controller says afterwards, with `object` and
 //! `params` typed by their schemas.
@@ -119,15 +126,19 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
     let mut issues: Vec<Issue> = checked.map(at).collect();
     // cel-go's validators run on what its checker took.
     if issues.is_empty() {
-        let literals = crate::literals::literals(program.expression());
-        issues = match analysis.dyn_optional_items.first() {
-            Some(&item) => vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))],
-            None => literals.errors.into_iter().chain(analysis.mixed_literals).map(at).collect(),
+        issues = match analysis.dyn_optional_item {
+            Some(item) => vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))],
+            None => {
+                let literals = crate::literals::refused(program.expression());
+                literals.into_iter().chain(analysis.mixed_literals).map(at).collect()
+            }
         };
-        // Planned only once compiled.
-        if let (true, Some(&map)) = (issues.is_empty(), literals.bytes_keyed_maps.first()) {
-            issues = vec![at((map, BYTES_KEYED_MAP.to_owned()))];
-        }
+    }
+    // cel-go plans the program only once it is checked and validated.
+    if issues.is_empty()
+        && let Some(map) = crate::planner::bytes_keyed_map(program.expression())
+    {
+        issues = vec![at((map, BYTES_KEYED_MAP.to_owned()))];
     }
     if let Some(issues) = printed(source, issues) {
         return Err(format!("compilation failed: {issues}"));
