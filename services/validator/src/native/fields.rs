@@ -131,20 +131,29 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
     // those before it, each typed by its expression where it compiles).
     let base =
         Declarations { params: spec.param_kind.is_some(), authorizer: true, variables: None, returns: Returns::Bool };
+    // The variables' errors, said after the match conditions' as the API
+    // server orders them, found while each variable is typed for those
+    // after it.
     let mut variables: Vec<Variable> = Vec::new();
-    let mut refusals: Vec<Option<String>> = Vec::new();
-    for variable in spec.variables.iter().flatten() {
-        let before = Declarations { variables: Some(&variables), ..base };
-        let (value, refused) = if variable.expression.trim().is_empty() {
-            (None, None)
+    let mut variable_errors = Errors::default();
+    for (i, variable) in spec.variables.iter().flatten().enumerate() {
+        let at = format!("spec.variables[{i}]");
+        if variable.name.trim().is_empty() {
+            variable_errors.required(&format!("{at}.name"), "name is not specified");
+        } else if !cel_identifier(&variable.name) {
+            variable_errors.invalid(&format!("{at}.name"), &variable.name, "must be a valid CEL identifier");
+        }
+        let mut value = None;
+        if variable.expression.trim().is_empty() {
+            variable_errors.required(&format!("{at}.expression"), "expression is not specified");
         } else {
+            let before = Declarations { variables: Some(&variables), ..base };
             match compiled_variable(&variable.expression, before) {
-                Ok(value) => (value, None),
-                Err(refused) => (None, Some(refused)),
+                Ok(typed) => value = typed,
+                Err(refused) => variable_errors.invalid(&format!("{at}.expression"), &variable.expression, &refused),
             }
-        };
+        }
         variables.push(Variable { name: &variable.name, value });
-        refusals.push(refused);
     }
     // A policy without variables is compiled without `variables`.
     let all = Declarations { variables: (!variables.is_empty()).then_some(variables.as_slice()), ..base };
@@ -168,19 +177,7 @@ fn of_policy(policy: &ValidatingAdmissionPolicy) -> Vec<String> {
             }
         }
     }
-    for (i, variable) in spec.variables.iter().flatten().enumerate() {
-        let at = format!("spec.variables[{i}]");
-        if variable.name.trim().is_empty() {
-            errors.required(&format!("{at}.name"), "name is not specified");
-        } else if !cel_identifier(&variable.name) {
-            errors.invalid(&format!("{at}.name"), &variable.name, "must be a valid CEL identifier");
-        }
-        if variable.expression.trim().is_empty() {
-            errors.required(&format!("{at}.expression"), "expression is not specified");
-        } else if let Some(refused) = &refusals[i] {
-            errors.invalid(&format!("{at}.expression"), &variable.expression, refused);
-        }
-    }
+    errors.0.extend(variable_errors.0);
     let validations = spec.validations.as_deref().unwrap_or_default();
     let annotations = spec.audit_annotations.as_deref().unwrap_or_default();
     if validations.is_empty() && annotations.is_empty() {
