@@ -230,8 +230,10 @@ impl<'e, 't> Output<'e, 't> {
                 variable.value.as_ref().map(Cow::Borrowed)
             }
             Expr::Select(select) => match self.of(&select.operand)? {
-                Cow::Borrowed(DeclType::Object(fields)) => DeclType::field(fields, &select.field).map(Cow::Borrowed),
-                Cow::Owned(DeclType::Object(fields)) => {
+                Cow::Borrowed(DeclType::Object { fields, .. }) => {
+                    DeclType::field(fields, &select.field).map(Cow::Borrowed)
+                }
+                Cow::Owned(DeclType::Object { fields, .. }) => {
                     DeclType::field(&fields, &select.field).cloned().map(Cow::Owned)
                 }
                 // A map's value; a list or a scalar has no fields.
@@ -242,17 +244,30 @@ impl<'e, 't> Output<'e, 't> {
             Expr::Comprehension(c) => {
                 // all, exists (a bool accumulator) and exists_one (the
                 // result compares): the result with the accumulator's type.
-                self.of(&c.iter_range);
+                let range = self.of(&c.iter_range);
                 let accumulator = match &c.accu_init.expr {
                     Expr::Literal(LiteralValue::Boolean(_)) => scalar("bool"),
                     _ => None,
                 };
                 self.of(&c.accu_init);
+                // As cel-go binds them: a list's items (its indexes first,
+                // with two variables), a map's keys (and then its values),
+                // anything of a `dyn`.
+                let is_map = matches!(range.as_deref(), Some(DeclType::Map(_)));
+                let key = match range.as_deref() {
+                    Some(DeclType::Map(_)) => scalar("string"),
+                    Some(DeclType::List(_)) => scalar("int"),
+                    Some(DeclType::Dyn) => dynamic(),
+                    _ => None,
+                };
+                let (first, second) = match &c.iter_var2 {
+                    None if is_map => (key, None),
+                    None => (range.and_then(items), None),
+                    Some(second) => (key, Some((second.as_str(), range.and_then(items)))),
+                };
                 let outer = self.scope.len();
-                self.scope.push((c.iter_var.as_str(), None));
-                if let Some(second) = &c.iter_var2 {
-                    self.scope.push((second.as_str(), None));
-                }
+                self.scope.push((c.iter_var.as_str(), first));
+                self.scope.extend(second);
                 self.scope.push((c.accu_var.as_str(), accumulator));
                 self.of(&c.loop_cond);
                 self.of(&c.loop_step);
@@ -375,16 +390,8 @@ impl<'e, 't> Output<'e, 't> {
             return scalar("bool");
         }
         let known: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
-        match (function, &target, known.as_slice()) {
-            ("_?_:_", None, [_, yes, no]) => {
-                return match (yes.as_deref(), no.as_deref()) {
-                    (Some(a), Some(b)) if a == b => yes.clone(),
-                    (Some(DeclType::Dyn), Some(_)) | (Some(_), Some(DeclType::Dyn)) => dynamic(),
-                    _ => None,
-                };
-            }
-            ("@not_strictly_false", None, _) => return scalar("bool"),
-            _ => {}
+        if function == "@not_strictly_false" {
+            return scalar("bool");
         }
         // The overload table, where every argument's type is certain.
         let args: Vec<Option<&DeclType>> = known.iter().map(|a| a.as_deref()).collect();
@@ -460,6 +467,8 @@ mod tests {
             ("namespaceObject.metadata.labels", Some("map(string, string)")),
             ("request.userInfo.groups", Some("list(string)")),
             ("request.userInfo.extra", Some("map(string, list(string))")),
+            ("request.userInfo", Some("kubernetes.UserInfo")),
+            ("namespaceObject.status.conditions", Some("list(kubernetes.NamespaceCondition)")),
         ];
         for (source, expected) in cases {
             assert_eq!(output(source).as_deref(), expected, "{source}");
@@ -468,7 +477,7 @@ mod tests {
 
     #[test]
     fn what_is_not_certain_is_not_said() {
-        for source in ["variables.s", "[1].map(x, x)", "variables.a + object.b", "request.userInfo", "f(1)", "x"] {
+        for source in ["variables.s", "[1].map(x, x)", "variables.a + object.b", "f(1)", "x"] {
             assert_eq!(output(source), None, "{source}");
         }
     }

@@ -33,8 +33,8 @@ const ORDERED: [&str; 8] = ["int", "uint", "double", "string", "bytes", "bool", 
 /// The call of `function` (on `target` when it is a method) with `args`,
 /// each of a certain type; `None` when the table does not model it.
 pub(crate) fn resolve(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Resolved> {
-    // cel-go names object types (`kubernetes.UserInfo`) where Portcullis
-    // does not, and takes `null` for them.
+    // cel-go names every object type; Portcullis only the API server's
+    // own (`kubernetes.UserInfo`), not a schema's.
     if target.into_iter().chain(args.iter().copied()).any(|t| t.cel_name().is_none()) {
         return None;
     }
@@ -95,6 +95,17 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
                 _ => false,
             };
             if taken { vec![Some(boolean())] } else { Vec::new() }
+        }
+        // `_?_:_(bool, A, A) -> A`: the one type, `dyn` beside `dyn`, and
+        // otherwise (`null` for a duration, `[]` for a list) not followed.
+        ("_?_:_", None, [condition, yes, no]) => {
+            if !takes("bool", condition) || !unify(yes, no) {
+                Vec::new()
+            } else if yes == no || matches!((yes, no), (DeclType::Dyn, _) | (_, DeclType::Dyn)) {
+                vec![Some(if yes == no { (*yes).clone() } else { DeclType::Dyn })]
+            } else {
+                vec![None]
+            }
         }
         ("!_", None, [operand]) => {
             if takes("bool", operand) {
@@ -231,13 +242,14 @@ fn size(t: &DeclType) -> Vec<Option<DeclType>> {
     let sizable = match t {
         DeclType::Dyn | DeclType::List(_) | DeclType::Map(_) => true,
         DeclType::Scalar(name) => matches!(*name, "string" | "bytes"),
-        DeclType::Object(_) => false,
+        DeclType::Object { .. } => false,
     };
     if sizable { vec![Some(DeclType::Scalar("int"))] } else { Vec::new() }
 }
 
 /// Whether `a` and `b` can be one type (`dyn` is any): a generic
-/// parameter's two uses, as in `_==_(A, A)`.
+/// parameter's two uses, as in `_==_(A, A)`. `null` stands for an object
+/// too, as for cel-go's messages.
 pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
         (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
@@ -245,6 +257,9 @@ pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
             x == y || (*x == "null_type" && nullable(y)) || (*y == "null_type" && nullable(x))
         }
         (DeclType::List(x), DeclType::List(y)) | (DeclType::Map(x), DeclType::Map(y)) => unify(x, y),
+        (DeclType::Object { name: Some(x), .. }, DeclType::Object { name: Some(y), .. }) => x == y,
+        (DeclType::Scalar("null_type"), DeclType::Object { .. })
+        | (DeclType::Object { .. }, DeclType::Scalar("null_type")) => true,
         _ => false,
     }
 }

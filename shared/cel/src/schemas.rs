@@ -185,7 +185,7 @@ impl Schemas {
     fn decl<'s>(&'s self, node: &'s Value, root: bool, visited: &mut BTreeSet<&'s str>) -> Option<DeclType> {
         if let Some(name) = reference(node) {
             if visited.contains(name) {
-                return Some(DeclType::Object(BTreeMap::new()));
+                return Some(DeclType::unnamed(BTreeMap::new()));
             }
             let resolved = self.schemas.get(name)?;
             visited.insert(name);
@@ -217,7 +217,7 @@ impl Schemas {
                 if root {
                     with_type_and_object_meta(&mut fields);
                 }
-                Some(DeclType::Object(fields))
+                Some(DeclType::unnamed(fields))
             }
             "string" => Some(match text("format") {
                 Some("byte") => DeclType::Scalar("bytes"),
@@ -289,7 +289,7 @@ fn reference(node: &Value) -> Option<&str> {
 /// lacks them gets exactly those. Every built-in kind has them.
 fn with_type_and_object_meta(fields: &mut BTreeMap<String, DeclType>) {
     let has = |t: Option<&DeclType>, names: &[&str]| match t {
-        Some(DeclType::Object(f)) => names.iter().all(|n| f.get(*n) == Some(&STRING)),
+        Some(DeclType::Object { fields: f, .. }) => names.iter().all(|n| f.get(*n) == Some(&STRING)),
         _ => false,
     };
     let complete = fields.get("kind") == Some(&STRING)
@@ -298,7 +298,10 @@ fn with_type_and_object_meta(fields: &mut BTreeMap<String, DeclType>) {
     if !complete {
         fields.insert("kind".into(), STRING);
         fields.insert("apiVersion".into(), STRING);
-        fields.insert("metadata".into(), DeclType::object([("name", STRING), ("generateName", STRING)]));
+        fields.insert(
+            "metadata".into(),
+            DeclType::unnamed([("name".into(), STRING), ("generateName".into(), STRING)].into()),
+        );
     }
 }
 
@@ -341,7 +344,7 @@ mod tests {
 
     fn fields(t: &DeclType) -> &BTreeMap<String, DeclType> {
         match t {
-            DeclType::Object(fields) => fields,
+            DeclType::Object { fields, .. } => fields,
             other => panic!("not an object: {other:?}"),
         }
     }

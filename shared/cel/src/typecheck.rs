@@ -149,7 +149,7 @@ impl<'t> Ty<'t> {
         match (self, &value.expr, value_type) {
             (Self::Of(DeclType::List(_)), Expr::List(list), _) => list.elements.is_empty(),
             (Self::Of(DeclType::Map(_)), Expr::Map(map), _) => map.entries.is_empty(),
-            (Self::Of(DeclType::Object(_)), Expr::Literal(LiteralValue::Null), _) => true,
+            (Self::Of(DeclType::Object { .. }), Expr::Literal(LiteralValue::Null), _) => true,
             (Self::Of(mine), _, Ty::Of(theirs)) => std::ptr::eq(*mine, *theirs),
             _ => false,
         }
@@ -253,7 +253,7 @@ impl<'t, 'e> Walk<'t, 'e> {
             other => (other, false),
         };
         let found = match target {
-            Ty::Of(DeclType::Object(fields)) => {
+            Ty::Of(DeclType::Object { fields, .. }) => {
                 DeclType::field(fields, field).map(Ty::Of).ok_or_else(|| format!("undefined field '{field}'"))
             }
             Ty::Of(DeclType::Map(values)) => Ok(Ty::Of(values)),

@@ -21,8 +21,16 @@ pub enum DeclType {
     /// A map from strings to the given values.
     Map(Box<DeclType>),
     /// An object with exactly these fields, by their CEL names (escaped:
-    /// `__namespace__`, `x__dash__y`).
-    Object(BTreeMap<String, DeclType>),
+    /// `__namespace__`, `x__dash__y`), and the name cel-go gives its type
+    /// where Portcullis gives it too (`kubernetes.UserInfo`): the API
+    /// server's own types of `request` and `namespaceObject` have one, an
+    /// object typed by a schema has none here.
+    Object {
+        /// cel-go's name of the type, where given.
+        name: Option<&'static str>,
+        /// The fields.
+        fields: BTreeMap<String, DeclType>,
+    },
 }
 
 impl DeclType {
@@ -35,30 +43,38 @@ impl DeclType {
     }
 
     /// The type as cel-go prints it (`int`, `list(string)`,
-    /// `map(string, int)`), `None` for an object type or a list or map
-    /// of them, whose names Portcullis does not give.
+    /// `map(string, int)`, `kubernetes.UserInfo`), `None` for an object
+    /// type whose name Portcullis does not give, or a list or map of them.
     pub fn cel_name(&self) -> Option<String> {
         match self {
             Self::Dyn => Some("dyn".to_owned()),
             Self::Scalar(name) => Some((*name).to_owned()),
             Self::List(items) => Some(format!("list({})", items.cel_name()?)),
             Self::Map(values) => Some(format!("map(string, {})", values.cel_name()?)),
-            Self::Object(_) => None,
+            Self::Object { name, .. } => name.map(str::to_owned),
         }
     }
 
-    /// Whether `dyn` is, or is in, this type.
+    /// Whether `dyn` is, or is in, this type (a named object's type is
+    /// exact, whatever its fields hold).
     pub(crate) fn holds_dyn(&self) -> bool {
         match self {
             Self::Dyn => true,
-            Self::Scalar(_) => false,
+            Self::Scalar(_) | Self::Object { name: Some(_), .. } => false,
             Self::List(items) | Self::Map(items) => items.holds_dyn(),
-            Self::Object(fields) => fields.values().any(Self::holds_dyn),
+            Self::Object { name: None, fields } => fields.values().any(Self::holds_dyn),
         }
     }
 
-    pub(crate) fn object<const N: usize>(fields: [(&str, DeclType); N]) -> Self {
-        Self::Object(fields.into_iter().map(|(name, t)| (name.to_owned(), t)).collect())
+    /// The API server's object type `name` with these fields.
+    fn named<const N: usize>(name: &'static str, fields: [(&str, DeclType); N]) -> Self {
+        let fields = fields.into_iter().map(|(field, t)| (field.to_owned(), t)).collect();
+        Self::Object { name: Some(name), fields }
+    }
+
+    /// An object typed by a schema, with these fields.
+    pub(crate) fn unnamed(fields: BTreeMap<String, DeclType>) -> Self {
+        Self::Object { name: None, fields }
     }
 
     fn strings() -> Self {
@@ -69,7 +85,8 @@ impl DeclType {
 /// The type cel-go's checker gives items of types `a` and `b` of one
 /// literal (its `joinTypes`): the more general where one is assignable to
 /// the other, `dyn` where neither is. `None` where a `null` or an object
-/// is joined with another type, which this does not follow.
+/// or an object whose name Portcullis does not give is joined, which this
+/// does not follow.
 pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     if !follows(a) || !follows(b) {
         return None;
@@ -81,13 +98,13 @@ pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     })
 }
 
-/// Whether [`join`] follows `t`: no `null`, no object, in it.
+/// Whether [`join`] follows `t`: no `null`, no unnamed object, in it.
 fn follows(t: &DeclType) -> bool {
     match t {
-        DeclType::Dyn => true,
+        DeclType::Dyn | DeclType::Object { name: Some(_), .. } => true,
         DeclType::Scalar(name) => *name != "null_type",
         DeclType::List(items) | DeclType::Map(items) => follows(items),
-        DeclType::Object(_) => false,
+        DeclType::Object { name: None, .. } => false,
     }
 }
 
@@ -115,60 +132,79 @@ pub(crate) static INDEX: DeclType = INT;
 /// `request`, as the API server declares it
 /// (`k8s.io/apiserver/pkg/admission/plugin/cel.BuildRequestType`).
 pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
-    let gvk = || DeclType::object([("group", STRING), ("version", STRING), ("kind", STRING)]);
-    let gvr = || DeclType::object([("group", STRING), ("version", STRING), ("resource", STRING)]);
-    let user = DeclType::object([
-        ("username", STRING),
-        ("uid", STRING),
-        ("groups", DeclType::strings()),
-        ("extra", DeclType::Map(Box::new(DeclType::strings()))),
-    ]);
-    DeclType::object([
-        ("kind", gvk()),
-        ("resource", gvr()),
-        ("subResource", STRING),
-        ("requestKind", gvk()),
-        ("requestResource", gvr()),
-        ("requestSubResource", STRING),
-        ("name", STRING),
-        ("namespace", STRING),
-        ("operation", STRING),
-        ("userInfo", user),
-        ("dryRun", BOOL),
-        ("options", DeclType::Dyn),
-    ])
+    let gvk =
+        || DeclType::named("kubernetes.GroupVersionKind", [("group", STRING), ("version", STRING), ("kind", STRING)]);
+    let gvr = || {
+        DeclType::named(
+            "kubernetes.GroupVersionResource",
+            [("group", STRING), ("version", STRING), ("resource", STRING)],
+        )
+    };
+    let user = DeclType::named(
+        "kubernetes.UserInfo",
+        [
+            ("username", STRING),
+            ("uid", STRING),
+            ("groups", DeclType::strings()),
+            ("extra", DeclType::Map(Box::new(DeclType::strings()))),
+        ],
+    );
+    DeclType::named(
+        "kubernetes.AdmissionRequest",
+        [
+            ("kind", gvk()),
+            ("resource", gvr()),
+            ("subResource", STRING),
+            ("requestKind", gvk()),
+            ("requestResource", gvr()),
+            ("requestSubResource", STRING),
+            ("name", STRING),
+            ("namespace", STRING),
+            ("operation", STRING),
+            ("userInfo", user),
+            ("dryRun", BOOL),
+            ("options", DeclType::Dyn),
+        ],
+    )
 });
 
 /// `namespaceObject`, as the API server declares it (`BuildNamespaceType`:
 /// the parts of a Namespace a policy may read).
 pub static NAMESPACE: LazyLock<DeclType> = LazyLock::new(|| {
     let strings = || DeclType::Map(Box::new(STRING));
-    let condition = DeclType::object([
-        ("status", STRING),
-        ("type", STRING),
-        ("lastTransitionTime", TIMESTAMP),
-        ("message", STRING),
-        ("reason", STRING),
-    ]);
-    let metadata = DeclType::object([
-        ("name", STRING),
-        ("generateName", STRING),
-        ("namespace", STRING),
-        ("labels", strings()),
-        ("annotations", strings()),
-        ("UID", STRING),
-        ("creationTimestamp", TIMESTAMP),
-        ("deletionGracePeriodSeconds", INT),
-        ("deletionTimestamp", TIMESTAMP),
-        ("generation", INT),
-        ("resourceVersion", STRING),
-        ("finalizers", DeclType::strings()),
-    ]);
-    DeclType::object([
-        ("metadata", metadata),
-        ("spec", DeclType::object([("finalizers", DeclType::strings())])),
-        ("status", DeclType::object([("conditions", DeclType::List(Box::new(condition))), ("phase", STRING)])),
-    ])
+    let condition = DeclType::named(
+        "kubernetes.NamespaceCondition",
+        [
+            ("status", STRING),
+            ("type", STRING),
+            ("lastTransitionTime", TIMESTAMP),
+            ("message", STRING),
+            ("reason", STRING),
+        ],
+    );
+    let metadata = DeclType::named(
+        "kubernetes.NamespaceMetadata",
+        [
+            ("name", STRING),
+            ("generateName", STRING),
+            ("namespace", STRING),
+            ("labels", strings()),
+            ("annotations", strings()),
+            ("UID", STRING),
+            ("creationTimestamp", TIMESTAMP),
+            ("deletionGracePeriodSeconds", INT),
+            ("deletionTimestamp", TIMESTAMP),
+            ("generation", INT),
+            ("resourceVersion", STRING),
+            ("finalizers", DeclType::strings()),
+        ],
+    );
+    let spec = DeclType::named("kubernetes.NamespaceSpec", [("finalizers", DeclType::strings())]);
+    let status = DeclType::named(
+        "kubernetes.NamespaceStatus",
+        [("conditions", DeclType::List(Box::new(condition))), ("phase", STRING)],
+    );
+    DeclType::named("kubernetes.Namespace", [("metadata", metadata), ("spec", spec), ("status", status)])
 });
 
 /// CEL's reserved words, which Kubernetes escapes as field names
