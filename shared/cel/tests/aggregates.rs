@@ -68,6 +68,8 @@ fn literals_of_mixed_items_are_refused_as_the_api_server_refuses_them() {
             Some("ERROR: <input>:1:20: expected type 'kubernetes.UserInfo' but found 'int'"),
         ),
         ("size({'a': [object.x][0], 'b': 1}) == 2", Some("ERROR: <input>:1:32: expected type 'dyn' but found 'int'")),
+        // A negative literal is where its sign is.
+        ("[1, -2.0] == []", Some("ERROR: <input>:1:5: expected type 'int' but found 'double'")),
     ];
     // What the API server refuses and `check` does not say yet: an
     // optional item, whose type is not followed.

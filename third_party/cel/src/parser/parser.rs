@@ -947,8 +947,10 @@ impl gen::CELVisitorCompat<'_> for Parser {
                 Ok(v) => v,
                 Err(e) => return self.report_error(token, Some(e), "invalid int literal"),
             };
+            // Where cel-go puts it: at the sign, when there is one.
+            let start = ctx.start();
             self.helper
-                .next_expr(token, Expr::Literal(LiteralValue::Int(val.into())))
+                .next_expr(&start, Expr::Literal(LiteralValue::Int(val.into())))
         } else {
             self.report_error::<ParseError, _>(&ctx.start(), None, "Incomplete Int!")
         }
@@ -976,10 +978,12 @@ impl gen::CELVisitorCompat<'_> for Parser {
     fn visit_Double(&mut self, ctx: &DoubleContext<'_>) -> Self::Return {
         let string = ctx.get_text();
         if let Some(token) = ctx.tok.as_ref() {
+            // Where cel-go puts it: at the sign, when there is one.
+            let start = ctx.start();
             match string.parse::<f64>() {
                 Ok(d) if d.is_finite() => self
                     .helper
-                    .next_expr(token, Expr::Literal(LiteralValue::Double(d.into()))),
+                    .next_expr(&start, Expr::Literal(LiteralValue::Double(d.into()))),
                 Err(e) => self.report_error(token, Some(e), "invalid double literal"),
                 _ => self.report_error(token, None::<ParseError>, "invalid double literal"),
             }
