@@ -31,6 +31,7 @@ mod convert;
 pub mod cost;
 mod declared;
 mod evaluate;
+mod format;
 pub mod json;
 mod libraries;
 mod literals;

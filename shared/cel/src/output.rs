@@ -20,6 +20,7 @@
 //! is `None`, and never refused here.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
@@ -48,6 +49,9 @@ pub(crate) struct Analysis {
     /// missing parameter), and kube-apiserver 1.36 answers the policy's
     /// creation with an internal error.
     pub(crate) dyn_optional_item: Option<u64>,
+    /// What cel-go's string format validator refuses ([`crate::format`]):
+    /// the node of each error and its words.
+    pub(crate) format_errors: Vec<(u64, String)>,
 }
 
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
@@ -62,6 +66,7 @@ pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
         overload_errors: walk.errors,
         mixed_literals: walk.mixed,
         dyn_optional_item: walk.dyn_optional_item,
+        format_errors: walk.format_errors,
     }
 }
 
@@ -135,6 +140,11 @@ struct Output<'e, 't> {
     mixed: Vec<(u64, String)>,
     /// See [`Analysis::dyn_optional_item`].
     dyn_optional_item: Option<u64>,
+    /// The certain types of the nodes inside `format` calls, by node id,
+    /// for the format validator.
+    format_types: HashMap<u64, DeclType>,
+    /// See [`Analysis::format_errors`].
+    format_errors: Vec<(u64, String)>,
     /// How many `format` calls the walk is in: cel-go's validator exempts
     /// the literals anywhere in their arguments.
     formatting: usize,
@@ -153,6 +163,8 @@ impl<'e, 't> Output<'e, 't> {
             errors: Vec::new(),
             mixed: Vec::new(),
             dyn_optional_item: None,
+            format_types: HashMap::new(),
+            format_errors: Vec::new(),
             formatting: 0,
             empty_literals: 0,
         }
@@ -195,7 +207,16 @@ impl<'e, 't> Output<'e, 't> {
         true
     }
 
+    /// `expr`'s type, kept where a format call's validator may ask for it.
     fn of(&mut self, expr: &'e IdedExpr) -> Known<'t> {
+        let known = self.typed(expr);
+        if let (true, Some(t)) = (self.formatting > 0, &known) {
+            self.format_types.insert(expr.id, t.clone().into_owned());
+        }
+        known
+    }
+
+    fn typed(&mut self, expr: &'e IdedExpr) -> Known<'t> {
         match &expr.expr {
             Expr::Literal(literal) => scalar(match literal {
                 LiteralValue::Boolean(_) => "bool",
@@ -362,10 +383,17 @@ impl<'e, 't> Output<'e, 't> {
     }
 
     fn call(&mut self, expr: &IdedExpr, call: &'e CallExpr) -> Known<'t> {
-        let formatting = usize::from(call.func_name == "format");
-        self.formatting += formatting;
+        let formatting = call.func_name == "format";
+        self.formatting += usize::from(formatting);
         let result = self.resolved(expr, call);
-        self.formatting -= formatting;
+        self.formatting -= usize::from(formatting);
+        if formatting {
+            let checked = crate::format::check(call, expr.id, |id| self.format_types.get(&id));
+            self.format_errors.extend(checked);
+            if self.formatting == 0 {
+                self.format_types.clear();
+            }
+        }
         result
     }
 

@@ -9,8 +9,9 @@
 //! which the API server's environment types, from [`crate::typecheck`];
 //! calls no overload of the standard operators and functions takes
 //! (`'a' > 1`), from [`crate::overloads`]; and, when none of those, what
-//! cel-go's validators refuse: unreadable literals ([`crate::literals`])
-//! and list and map literals of mixed items ([`crate::output`]).
+//! cel-go's validators refuse: unreadable literals ([`crate::literals`]),
+//! list and map literals of mixed items ([`crate::output`]) and format
+//! strings that do not fit their arguments ([`crate::format`]).
 //!
 //! Two inputs make the API server's compiler itself fail, and it answers
 //! their policy with an internal error and no words: an optional item of
@@ -130,7 +131,7 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
             Some(item) => vec![at((item, DYN_OPTIONAL_ITEM.to_owned()))],
             None => {
                 let literals = crate::literals::refused(program.expression());
-                literals.into_iter().chain(analysis.mixed_literals).map(at).collect()
+                literals.into_iter().chain(analysis.mixed_literals).chain(analysis.format_errors).map(at).collect()
             }
         };
     }
