@@ -84,9 +84,10 @@ impl DeclType {
 
 /// The type cel-go's checker gives items of types `a` and `b` of one
 /// literal (its `joinTypes`): the more general where one is assignable to
-/// the other, `dyn` where neither is. `None` where a `null` or an object
-/// or an object whose name Portcullis does not give is joined, which this
-/// does not follow.
+/// the other, `dyn` where neither is (`null` is assignable to an object,
+/// a duration, a timestamp or an opaque type). `None` where an object
+/// whose name Portcullis does not give is joined, which this does not
+/// follow.
 pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     if !follows(a) || !follows(b) {
         return None;
@@ -98,11 +99,11 @@ pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     })
 }
 
-/// Whether [`join`] follows `t`: no `null`, no unnamed object, in it.
+/// Whether [`join`] follows `t`: no object whose name Portcullis does not
+/// give in it.
 fn follows(t: &DeclType) -> bool {
     match t {
-        DeclType::Dyn | DeclType::Object { name: Some(_), .. } => true,
-        DeclType::Scalar(name) => *name != "null_type",
+        DeclType::Dyn | DeclType::Scalar(_) | DeclType::Object { name: Some(_), .. } => true,
         DeclType::List(items) | DeclType::Map(items) => follows(items),
         DeclType::Object { name: None, .. } => false,
     }
@@ -115,7 +116,8 @@ fn less_specific(a: &DeclType, b: &DeclType) -> bool {
         (DeclType::Dyn, _) => true,
         (_, DeclType::Dyn) => false,
         (DeclType::List(a), DeclType::List(b)) | (DeclType::Map(a), DeclType::Map(b)) => less_specific(a, b),
-        _ => true,
+        // Of two kinds (`null` and what it stands for), the second.
+        _ => a == b,
     }
 }
 

@@ -70,6 +70,41 @@ fn literals_of_mixed_items_are_refused_as_the_api_server_refuses_them() {
         ("size({'a': [object.x][0], 'b': 1}) == 2", Some("ERROR: <input>:1:32: expected type 'dyn' but found 'int'")),
         // A negative literal is where its sign is.
         ("[1, -2.0] == []", Some("ERROR: <input>:1:5: expected type 'int' but found 'double'")),
+        // `null` joined with what it stands for is the second of the two.
+        (
+            "[[null, request.userInfo], ['a']] == []",
+            Some(
+                "ERROR: <input>:1:16: expected type 'null' but found 'kubernetes.UserInfo' / ERROR: <input>:1:28: expected type 'list(kubernetes.UserInfo)' but found 'list(string)'",
+            ),
+        ),
+        (
+            "[[null, duration('1s')], ['a']] == []",
+            Some(
+                "ERROR: <input>:1:17: expected type 'null' but found 'duration' / ERROR: <input>:1:26: expected type 'list(duration)' but found 'list(string)'",
+            ),
+        ),
+        (
+            "[[request.userInfo, null], ['a']] == []",
+            Some(
+                "ERROR: <input>:1:21: expected type 'kubernetes.UserInfo' but found 'null' / ERROR: <input>:1:28: expected type 'list(null)' but found 'list(string)'",
+            ),
+        ),
+        (
+            "[[null, 1], ['a']] == []",
+            Some(
+                "ERROR: <input>:1:9: expected type 'null' but found 'int' / ERROR: <input>:1:13: expected type 'list(dyn)' but found 'list(string)'",
+            ),
+        ),
+        (
+            "[[null], [quantity('1')]] == [[1]]",
+            Some(
+                "ERROR: <input>:1:27: found no matching overload for '_==_' applied to '(list(list(kubernetes.Quantity)), list(list(int)))'",
+            ),
+        ),
+        (
+            "[null, null] == [1]",
+            Some("ERROR: <input>:1:14: found no matching overload for '_==_' applied to '(list(null), list(int))'"),
+        ),
     ];
     // What the API server refuses and `check` does not say yet: an
     // optional item, whose type is not followed.
