@@ -153,6 +153,15 @@ fn literal_arguments_are_judged_as_the_api_server_judges_them() {
             "[duration('x')].size() == duration('y')",
             Some("ERROR: <input>:1:24: found no matching overload for '_==_' applied to '(int, duration)'"),
         ),
+        // Number literals as cel-go's parser reads and places them.
+        ("object.x == -0x10", None),
+        ("-9223372036854775809 > 1", Some("ERROR: <input>:1:1: invalid int literal")),
+        ("-0x8000000000000000 < 0", None),
+        ("0x10 == 16", None),
+        ("[1, -0x10, 'a'] == []", Some("ERROR: <input>:1:12: expected type 'int' but found 'string'")),
+        ("1e999 > 1.0", Some("ERROR: <input>:1:1: invalid double literal")),
+        ("-1e999 > 1.0", Some("ERROR: <input>:1:1: invalid double literal")),
+        ("99999999999999999999 > 1", Some("ERROR: <input>:1:1: invalid int literal")),
     ];
     // What the API server refuses and `check` does not say yet: where
     // this engine reads a pattern Go's parser refuses (a repeat beyond

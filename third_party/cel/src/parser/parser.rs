@@ -938,14 +938,21 @@ impl gen::CELVisitorCompat<'_> for Parser {
 
     fn visit_Int(&mut self, ctx: &IntContext<'_>) -> Self::Return {
         let string = ctx.get_text();
-        if let Some(token) = ctx.tok.as_ref() {
-            let val = match if let Some(string) = string.strip_prefix("0x") {
-                i64::from_str_radix(string, 16)
+        if ctx.tok.is_some() {
+            // The text holds the sign: a hex literal is read as cel-go
+            // reads it, its digits with the sign put back (`-0x10`).
+            let (sign, digits) = match string.strip_prefix('-') {
+                Some(digits) => ("-", digits),
+                None => ("", string.as_str()),
+            };
+            let val = match if let Some(hex) = digits.strip_prefix("0x") {
+                i64::from_str_radix(&format!("{sign}{hex}"), 16)
             } else {
                 string.parse::<i64>()
             } {
                 Ok(v) => v,
-                Err(e) => return self.report_error(token, Some(e), "invalid int literal"),
+                // Where cel-go puts it: at the sign, when there is one.
+                Err(e) => return self.report_error(&ctx.start(), Some(e), "invalid int literal"),
             };
             // Where cel-go puts it: at the sign, when there is one.
             let start = ctx.start();
@@ -977,15 +984,15 @@ impl gen::CELVisitorCompat<'_> for Parser {
 
     fn visit_Double(&mut self, ctx: &DoubleContext<'_>) -> Self::Return {
         let string = ctx.get_text();
-        if let Some(token) = ctx.tok.as_ref() {
+        if ctx.tok.is_some() {
             // Where cel-go puts it: at the sign, when there is one.
             let start = ctx.start();
             match string.parse::<f64>() {
                 Ok(d) if d.is_finite() => self
                     .helper
                     .next_expr(&start, Expr::Literal(LiteralValue::Double(d.into()))),
-                Err(e) => self.report_error(token, Some(e), "invalid double literal"),
-                _ => self.report_error(token, None::<ParseError>, "invalid double literal"),
+                Err(e) => self.report_error(&start, Some(e), "invalid double literal"),
+                _ => self.report_error(&start, None::<ParseError>, "invalid double literal"),
             }
         } else {
             self.report_error::<ParseError, _>(
