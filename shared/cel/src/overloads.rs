@@ -5,10 +5,12 @@
 //! overload for '_+_' applied to '(string, int)'`).
 //!
 //! Only what is certain is said. A `dyn` argument matches any parameter,
-//! and `null` a timestamp or a duration (cel-go's legacy nullable types);
-//! an argument holding an object type (`request.userInfo`, a list of
-//! conditions) or a function outside this table is never refused here,
-//! so where in doubt a call is taken.
+//! and `null` a timestamp, a duration, an opaque type or an object
+//! (cel-go's legacy nullable types); an argument holding an object typed
+//! by a schema, whose name Portcullis does not give, or a function
+//! outside this table is never refused here, so where in doubt a call is
+//! taken. The API server's own object types (`request.userInfo`, a list
+//! of `namespaceObject`'s conditions) are named, and judged.
 
 use crate::types::DeclType;
 

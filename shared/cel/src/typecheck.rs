@@ -102,8 +102,18 @@ pub(crate) fn field_errors(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, Strin
 pub(crate) fn value_type(expr: &IdedExpr, typed: Typed<'_>) -> Option<DeclType> {
     let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
     match walk.expr(expr) {
-        Ty::Of(t) => t.cel_name().is_some().then(|| t.clone()),
+        Ty::Of(t) => objectless(t).then(|| t.clone()),
         _ => None,
+    }
+}
+
+/// Whether no object is, or is in, `t`: the API server declares a
+/// variable of an object type (`request.userInfo`, named or not) as `dyn`.
+fn objectless(t: &DeclType) -> bool {
+    match t {
+        DeclType::Object { .. } => false,
+        DeclType::List(items) | DeclType::Map(items) => objectless(items),
+        DeclType::Dyn | DeclType::Scalar(_) => true,
     }
 }
 
@@ -412,6 +422,15 @@ mod tests {
         for (source, fields) in cases {
             assert_eq!(undefined(source, typed), fields.to_vec(), "{source}");
         }
+    }
+
+    #[test]
+    fn a_variable_of_an_object_type_is_dyn() {
+        let typed = Typed::default();
+        let value = |source: &str| value_type(Program::compile(source).expect("it parses").expression(), typed);
+        assert_eq!(value("request.userInfo"), None);
+        assert_eq!(value("namespaceObject.status.conditions"), None);
+        assert_eq!(value("request.userInfo.groups").and_then(|t| t.cel_name()).as_deref(), Some("list(string)"));
     }
 
     #[test]
