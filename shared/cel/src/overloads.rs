@@ -103,8 +103,10 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
         ("_?_:_", None, [condition, yes, no]) => {
             if !takes("bool", condition) || !unify(yes, no) {
                 Vec::new()
-            } else if yes == no || matches!((yes, no), (DeclType::Dyn, _) | (_, DeclType::Dyn)) {
-                vec![Some(if yes == no { (*yes).clone() } else { DeclType::Dyn })]
+            } else if yes == no {
+                vec![Some((*yes).clone())]
+            } else if matches!((yes, no), (DeclType::Dyn, _) | (_, DeclType::Dyn)) {
+                vec![Some(DeclType::Dyn)]
             } else {
                 vec![None]
             }
