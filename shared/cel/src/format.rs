@@ -50,10 +50,7 @@ pub(crate) fn check<'t>(
             Ok(parsed) => parsed,
             Err(why) => return at_call(format!("could not parse formatting clause: {why}")),
         };
-        // An optional item's type (an optional) is not followed.
-        if !list.optional_indices.contains(&index)
-            && let Some((id, why)) = verify(verb, element, &type_of)
-        {
+        if let Some((id, why)) = verify(verb, element, &type_of) {
             return Some((id, format!("error during formatting: {why}")));
         }
         at += 1 + read;
@@ -151,6 +148,7 @@ fn refused<'t>(element: &IdedExpr, type_of: &impl Fn(u64) -> Option<&'t DeclType
         Some(DeclType::Dyn) => return None,
         // Kubernetes' opaque types (`kubernetes.Quantity`) are of one kind.
         Some(DeclType::Scalar(name)) if name.contains('.') => ("opaque", *name),
+        Some(DeclType::Optional(_)) => ("opaque", "optional_type"),
         Some(DeclType::Scalar("duration")) => ("duration", "google.protobuf.Duration"),
         Some(DeclType::Scalar("timestamp")) => ("timestamp", "google.protobuf.Timestamp"),
         Some(DeclType::Scalar(name)) => (*name, *name),

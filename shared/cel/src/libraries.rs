@@ -30,10 +30,9 @@ enum T {
     Map(&'static T),
     /// Any type (cel-go's `dyn` parameter): gives `dyn`.
     Any,
-    /// A type Portcullis does not follow (an optional): it takes only a
-    /// `dyn` argument or `null` (which stands for one), and gives nothing
-    /// certain.
-    Untyped,
+    /// An optional value of the given type (cel-go's
+    /// `optional_type(T)`), which `null` stands for too.
+    Optional(&'static T),
 }
 
 /// One overload: `receiver.function(params) -> result`, or a global
@@ -70,6 +69,7 @@ const CIDR: T = T::Named("net.CIDR");
 const FORMAT: T = T::Named("kubernetes.NamedFormat");
 const STRINGS: T = T::List(&STRING);
 const LIST: T = T::List(&T::A);
+const OPTIONAL: T = T::Optional(&T::A);
 
 /// The overloads of `function` on lists of each type that `isSorted`,
 /// `min`, `max` and `sort` take (those cel-go can order), giving a
@@ -201,8 +201,8 @@ const LISTS: [Overload; 12] = [
     member(LIST, "slice", &[INT, INT], LIST),
     member(LIST, "distinct", &[], LIST),
     member(LIST, "reverse", &[], LIST),
-    member(LIST, "first", &[], T::Untyped),
-    member(LIST, "last", &[], T::Untyped),
+    member(LIST, "first", &[], OPTIONAL),
+    member(LIST, "last", &[], OPTIONAL),
     member(T::List(&LIST), "flatten", &[], LIST),
     member(T::List(&T::Any), "flatten", &[INT], T::List(&T::Any)),
 ];
@@ -235,19 +235,24 @@ const FORMATS: [Overload; 15] = [
     global("format.qualifiedName", &[], FORMAT),
     global("format.uri", &[], FORMAT),
     global("format.uuid", &[], FORMAT),
-    global("format.named", &[STRING], T::Untyped),
-    member(FORMAT, "validate", &[STRING], T::Untyped),
+    global("format.named", &[STRING], T::Optional(&FORMAT)),
+    member(FORMAT, "validate", &[STRING], T::Optional(&STRINGS)),
 ];
 
-/// The optional library: an optional value is of no certain type here.
-const OPTIONALS: [Overload; 7] = [
-    global("optional.of", &[T::Any], T::Untyped),
-    global("optional.ofNonZeroValue", &[T::Any], T::Untyped),
-    global("optional.none", &[], T::Untyped),
-    member(T::Untyped, "hasValue", &[], BOOL),
-    member(T::Untyped, "value", &[], T::Untyped),
-    member(T::Untyped, "orValue", &[T::Any], T::Untyped),
-    member(T::Untyped, "or", &[T::Untyped], T::Untyped),
+/// The optional library (version 2 and later: `first`, `last` and
+/// `optional.unwrap` of lists). `optional.none()`'s value is an
+/// `optional_type(A)` whose `A` nothing binds: `dyn` here, though cel-go
+/// binds it to what it meets ([`crate::output`] does not compare it).
+const OPTIONALS: [Overload; 9] = [
+    global("optional.of", &[T::A], OPTIONAL),
+    global("optional.ofNonZeroValue", &[T::A], OPTIONAL),
+    global("optional.none", &[], OPTIONAL),
+    global("optional.unwrap", &[T::List(&OPTIONAL)], LIST),
+    member(T::List(&OPTIONAL), "unwrapOpt", &[], LIST),
+    member(OPTIONAL, "hasValue", &[], BOOL),
+    member(OPTIONAL, "value", &[], T::A),
+    member(OPTIONAL, "orValue", &[T::A], T::A),
+    member(OPTIONAL, "or", &[OPTIONAL], OPTIONAL),
 ];
 
 /// Every overload of the table, looked up by function name.
@@ -278,20 +283,44 @@ pub(crate) fn results(function: &str, target: Option<&DeclType>, args: &[&DeclTy
     Some(results.collect())
 }
 
+/// Whether an overload of `function` that takes the arguments gives a
+/// type holding its type parameter while no argument bound it
+/// (`optional.none()`, `object.x.value()`): see
+/// [`crate::overloads::leaves_variable`].
+pub(crate) fn leaves_variable(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> bool {
+    overloads().filter(|o| o.function == function && o.receiver.is_some() == target.is_some()).any(|o| {
+        let mut a = Binding::default();
+        o.binds(&mut a, target, args) && a.a.is_none() && o.result.holds_a()
+    })
+}
+
+impl T {
+    fn holds_a(self) -> bool {
+        match self {
+            T::A => true,
+            T::List(inner) | T::Map(inner) | T::Optional(inner) => inner.holds_a(),
+            T::Named(_) | T::Any => false,
+        }
+    }
+}
+
 impl Overload {
     /// The result when this overload takes the arguments: its type,
     /// `None` where not certain.
     fn takes(&self, target: Option<&DeclType>, args: &[&DeclType]) -> Option<Option<DeclType>> {
-        if self.params.len() != args.len() {
-            return None;
-        }
         let mut a = Binding::default();
+        self.binds(&mut a, target, args).then(|| a.result(self.result))
+    }
+
+    /// Whether this overload takes the arguments, binding `A` in `a`.
+    fn binds(&self, a: &mut Binding, target: Option<&DeclType>, args: &[&DeclType]) -> bool {
         let receiver = match (self.receiver, target) {
             (Some(param), Some(arg)) => a.bind(param, arg),
             _ => true,
         };
-        let taken = receiver && self.params.iter().zip(args).all(|(param, arg)| a.bind(*param, arg));
-        taken.then(|| a.result(self.result))
+        self.params.len() == args.len()
+            && receiver
+            && self.params.iter().zip(args).all(|(param, arg)| a.bind(*param, arg))
     }
 }
 
@@ -305,16 +334,24 @@ impl Binding {
     /// Whether an argument of type `arg` is taken by `param`, binding `A`.
     fn bind(&mut self, param: T, arg: &DeclType) -> bool {
         match (param, arg) {
-            (_, DeclType::Dyn) | (T::Any, _) | (T::Untyped, DeclType::Scalar("null_type")) => true,
-            (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
-            (T::A, arg) => match &self.a {
-                Some(bound) => crate::overloads::unify(bound, arg),
+            // As cel-go's substitutions: the first argument binds `A` (a
+            // `dyn` too), a later one it unifies with widens it.
+            (T::A, arg) => match self.a.take() {
                 None => {
                     self.a = Some(arg.clone());
                     true
                 }
+                Some(bound) => {
+                    let taken = crate::overloads::unify(&bound, arg);
+                    self.a = Some(if taken { crate::types::most_general(bound, arg) } else { bound });
+                    taken
+                }
             },
-            (T::List(items), DeclType::List(found)) | (T::Map(items), DeclType::Map(found)) => self.bind(*items, found),
+            (_, DeclType::Dyn) | (T::Any, _) | (T::Optional(_), DeclType::Scalar("null_type")) => true,
+            (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
+            (T::List(items), DeclType::List(found))
+            | (T::Map(items), DeclType::Map(found))
+            | (T::Optional(items), DeclType::Optional(found)) => self.bind(*items, found),
             _ => false,
         }
     }
@@ -327,7 +364,7 @@ impl Binding {
             T::A => self.a.clone().unwrap_or(DeclType::Dyn),
             T::List(items) => DeclType::List(Box::new(self.result(*items)?)),
             T::Map(values) => DeclType::Map(Box::new(self.result(*values)?)),
-            T::Untyped => return None,
+            T::Optional(value) => DeclType::Optional(Box::new(self.result(*value)?)),
         })
     }
 }

@@ -15,16 +15,19 @@
 //! operators, conversions, indexes and functions of the overload tables
 //! (cel-go's and Kubernetes' libraries', [`crate::libraries`]), the macros
 //! that give a `bool`, the fields `request` and `namespaceObject` type
-//! (scalars, lists and maps of them), and a policy variable whose value
-//! is one of these. Anything else (another macro's result, an optional)
-//! is `None`, and never refused here.
+//! (scalars, lists and maps of them), optionals (`a.?b`, `m[?k]`,
+//! `optional.of(x)`) and a policy variable whose value is one of these.
+//! Anything else (another macro's result) is `None`, and never refused
+//! here. cel-go's type variables (an empty literal's items,
+//! `optional.none()`'s value) are followed as `dyn`, and nothing that
+//! depends on them is said ([`Output::type_variables`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue};
 
-use crate::overloads::{Resolved, resolve, whatever};
+use crate::overloads::{Resolved, leaves_variable, resolve, whatever};
 use crate::typecheck::Variable;
 use crate::types::{DeclType, NAMESPACE, REQUEST};
 
@@ -57,7 +60,7 @@ pub(crate) struct Analysis {
 /// `expr`'s [`Analysis`], seeing the policy's `variables`.
 pub(crate) fn analyse(expr: &IdedExpr, variables: &[Variable<'_>]) -> Analysis {
     let mut walk = Output::new(variables);
-    let output = walk.of(expr).and_then(|t| result_name(&t));
+    let output = walk.certain(expr).and_then(|t| result_name(&t));
     // A call none takes gives cel-go's error type, not a result to
     // judge: its own error is what is said.
     let output = output.filter(|_| walk.errors.is_empty());
@@ -96,7 +99,7 @@ pub(crate) fn output_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option
 /// library's value, a quantity; a list of them) is `dyn`, and so is such
 /// an item of a list or map.
 pub(crate) fn variable_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Option<DeclType> {
-    Output::new(variables).of(expr).map(|typed| declared(&typed))
+    Output::new(variables).certain(expr).map(|typed| declared(&typed))
 }
 
 /// `t` as a declaration keeps it: see [`variable_type`].
@@ -120,6 +123,34 @@ fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
         Cow::Borrowed(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
         Cow::Owned(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
         Cow::Borrowed(DeclType::Dyn) | Cow::Owned(DeclType::Dyn) => dynamic(),
+        _ => None,
+    }
+}
+
+/// Field `name` of `operand` (a `.?` selection when `optional`): an
+/// object's field, a map's value, anything of a `dyn`; of an optional
+/// (one level, as cel-go unwraps it), or by `.?`, an optional of it. A
+/// list or a scalar has no fields (cel-go says so: [`crate::typecheck`]).
+fn field<'t>(operand: Cow<'t, DeclType>, name: &str, optional: bool) -> Known<'t> {
+    let (target, optional) = match operand {
+        Cow::Borrowed(DeclType::Optional(inner)) => (Cow::Borrowed(&**inner), true),
+        Cow::Owned(DeclType::Optional(inner)) => (Cow::Owned(*inner), true),
+        operand => (operand, optional),
+    };
+    let found = match target {
+        Cow::Borrowed(DeclType::Object { fields, .. }) => DeclType::field(fields, name).map(Cow::Borrowed),
+        Cow::Owned(DeclType::Object { fields, .. }) => DeclType::field(&fields, name).cloned().map(Cow::Owned),
+        target if matches!(*target, DeclType::Map(_) | DeclType::Dyn) => items(target),
+        _ => None,
+    }?;
+    if optional { Some(Cow::Owned(DeclType::Optional(Box::new(found.into_owned())))) } else { Some(found) }
+}
+
+/// An optional's value.
+fn value(optional: Cow<'_, DeclType>) -> Known<'_> {
+    match optional {
+        Cow::Borrowed(DeclType::Optional(value)) => Some(Cow::Borrowed(value)),
+        Cow::Owned(DeclType::Optional(value)) => Some(Cow::Owned(*value)),
         _ => None,
     }
 }
@@ -148,11 +179,13 @@ struct Output<'e, 't> {
     /// How many `format` calls the walk is in: cel-go's validator exempts
     /// the literals anywhere in their arguments.
     formatting: usize,
-    /// How many empty list and map literals the walk has typed. Their
-    /// items' type is a type variable in cel-go, bound by what they meet
-    /// (`[[], [1]]` is a `list(list(int))`), so a type that holds one is
-    /// not compared.
-    empty_literals: usize,
+    /// How many type variables nothing bound the walk has met: empty list
+    /// and map literals, whose items' type is one in cel-go, and calls
+    /// whose result holds one ([`crate::overloads::leaves_variable`]:
+    /// `optional.none()`). cel-go binds them to what they meet (`[[],
+    /// [1]]` is a `list(list(int))`); here they are `dyn`, so a type that
+    /// holds one is not compared, and a `dyn` in a result is not certain.
+    type_variables: usize,
 }
 
 impl<'e, 't> Output<'e, 't> {
@@ -166,7 +199,7 @@ impl<'e, 't> Output<'e, 't> {
             format_types: HashMap::new(),
             format_errors: Vec::new(),
             formatting: 0,
-            empty_literals: 0,
+            type_variables: 0,
         }
     }
 
@@ -177,21 +210,28 @@ impl<'e, 't> Output<'e, 't> {
     /// An optional item (`[?x]`, `{?k: x}`) must be an optional value, or
     /// `dyn`: cel-go's checker refuses one of a certain other type.
     fn item(&mut self, expr: &'e IdedExpr, optional: bool) -> (Known<'t>, Known<'t>) {
-        let empty_literals = self.empty_literals;
+        let type_variables = self.type_variables;
         let known = self.of(expr);
-        let named = known.clone().filter(|t| self.empty_literals == empty_literals && t.cel_name().is_some());
-        match (optional, named.as_deref()) {
-            (true, Some(DeclType::Dyn)) if self.formatting == 0 => {
+        let named = known.clone().filter(|t| self.type_variables == type_variables && t.cel_name().is_some());
+        let exact = named.clone().filter(|_| self.formatting == 0);
+        if !optional {
+            return (known, exact);
+        }
+        match named.as_deref() {
+            // The item is the optional's value, and so is what the
+            // validator compares.
+            _ if matches!(known.as_deref(), Some(DeclType::Optional(_))) => {
+                return (known.and_then(value), exact.and_then(value));
+            }
+            Some(DeclType::Dyn) if self.formatting == 0 => {
                 self.dyn_optional_item.get_or_insert(expr.id);
             }
-            (true, Some(DeclType::Dyn)) => {}
-            (true, Some(t)) => {
+            Some(DeclType::Dyn) | None => {}
+            Some(t) => {
                 let found = crate::overloads::name(t);
                 self.errors.push((expr.id, format!("expected type 'optional_type({found})' but found '{found}'")));
             }
-            _ => {}
         }
-        let exact = named.filter(|_| !optional && self.formatting == 0);
         (known, exact)
     }
 
@@ -205,6 +245,12 @@ impl<'e, 't> Output<'e, 't> {
         let (expected, found) = (crate::overloads::name(expected), crate::overloads::name(found));
         self.mixed.push((item.id, format!("expected type '{expected}' but found '{found}'")));
         true
+    }
+
+    /// `expr`'s type where it is cel-go's: a `dyn` in it may be a type
+    /// variable cel-go bound ([`Output::type_variables`]).
+    fn certain(&mut self, expr: &'e IdedExpr) -> Known<'t> {
+        self.of(expr).filter(|t| self.type_variables == 0 || !t.holds_dyn())
     }
 
     /// `expr`'s type, kept where a format call's validator may ask for it.
@@ -250,27 +296,23 @@ impl<'e, 't> Output<'e, 't> {
                 let variable = self.variables.iter().find(|v| v.name == select.field)?;
                 variable.value.as_ref().map(Cow::Borrowed)
             }
-            Expr::Select(select) => match self.of(&select.operand)? {
-                Cow::Borrowed(DeclType::Object { fields, .. }) => {
-                    DeclType::field(fields, &select.field).map(Cow::Borrowed)
-                }
-                Cow::Owned(DeclType::Object { fields, .. }) => {
-                    DeclType::field(&fields, &select.field).cloned().map(Cow::Owned)
-                }
-                // A map's value; a list or a scalar has no fields.
-                operand if matches!(*operand, DeclType::Map(_) | DeclType::Dyn) => items(operand),
-                _ => None,
-            },
+            Expr::Select(select) => field(self.of(&select.operand)?, &select.field, false),
             Expr::Call(call) => self.call(expr, call),
             Expr::Comprehension(c) => {
-                // all, exists (a bool accumulator) and exists_one (the
-                // result compares): the result with the accumulator's type.
+                let type_variables = self.type_variables;
                 let range = self.of(&c.iter_range);
-                let accumulator = match &c.accu_init.expr {
-                    Expr::Literal(LiteralValue::Boolean(_)) => scalar("bool"),
-                    _ => None,
-                };
-                self.of(&c.accu_init);
+                if let Some(t) = range.as_deref().filter(|_| self.type_variables == type_variables)
+                    && !matches!(t, DeclType::List(_) | DeclType::Map(_) | DeclType::Dyn)
+                    && t.cel_name().is_some()
+                {
+                    let found = crate::overloads::name(t);
+                    let why = "cannot be range of a comprehension (must be list, map, or dynamic)";
+                    self.errors.push((c.iter_range.id, format!("expression of type '{found}' {why}")));
+                }
+                // The accumulator has its first value's type (a macro's
+                // list or map is an empty literal, whose items' type is a
+                // type variable: see `type_variables`).
+                let accumulator = self.of(&c.accu_init);
                 // As cel-go binds them: a list's items (its indexes first,
                 // with two variables), a map's keys (and then its values),
                 // anything of a `dyn`.
@@ -298,7 +340,7 @@ impl<'e, 't> Output<'e, 't> {
             }
             // An empty list holds anything.
             Expr::List(list) if list.elements.is_empty() => {
-                self.empty_literals += 1;
+                self.type_variables += 1;
                 Some(Cow::Owned(DeclType::List(Box::new(DeclType::Dyn))))
             }
             Expr::List(list) => {
@@ -334,7 +376,7 @@ impl<'e, 't> Output<'e, 't> {
                 // String keys and values of certain types (not `dyn`): a
                 // map of the one type they share, or of `dyn`.
                 if map.entries.is_empty() {
-                    self.empty_literals += 1;
+                    self.type_variables += 1;
                 }
                 let mut values = Vec::new();
                 let mut first: Option<(Known<'t>, Known<'t>)> = None;
@@ -417,6 +459,11 @@ impl<'e, 't> Output<'e, 't> {
             }
             return scalar("bool");
         }
+        if let ("_?._", None, [operand, IdedExpr { expr: Expr::Literal(LiteralValue::String(name)), .. }]) =
+            (function, &target, call.args.as_slice())
+        {
+            return field(self.of(operand)?, name, true);
+        }
         let known: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
         if function == "@not_strictly_false" {
             return scalar("bool");
@@ -425,11 +472,18 @@ impl<'e, 't> Output<'e, 't> {
         let args: Vec<Option<&DeclType>> = known.iter().map(|a| a.as_deref()).collect();
         let target = target.as_ref().map(|t| t.as_deref());
         let certain: Option<Vec<&DeclType>> = args.iter().copied().collect();
-        let resolved = match (certain, target) {
-            (Some(args), None) => resolve(function, None, &args),
-            (Some(args), Some(Some(target))) => resolve(function, Some(target), &args),
+        let call_types = match (certain, target) {
+            (Some(args), None) => Some((None, args)),
+            (Some(args), Some(Some(target))) => Some((Some(target), args)),
             _ => None,
         };
+        let resolved = call_types.and_then(|(target, args)| {
+            let resolved = resolve(function, target, &args)?;
+            if matches!(resolved, Resolved::Gives(Some(_))) && leaves_variable(function, target, &args) {
+                self.type_variables += 1;
+            }
+            Some(resolved)
+        });
         match resolved {
             Some(Resolved::Gives(t)) => t.map(Cow::Owned),
             // cel-go's error type, which any parameter takes, as `dyn`.
@@ -528,6 +582,10 @@ mod tests {
             ("size(object.x)", Some("int")),
             ("object.spec.replicas > 1 ? 'a' : 'b'", Some("string")),
             ("[object.x]", Some("list(dyn)")),
+            ("object.?spec", Some("dyn")),
+            ("optional.of(1)", Some("dyn")),
+            ("[optional.of(1)]", Some("list(dyn)")),
+            ("optional.of(1).value()", Some("int")),
             ("f(1)", None),
         ];
         for (source, expected) in cases {

@@ -122,6 +122,7 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
             ["int", "double"].iter().filter(|t| takes(t, operand)).map(|t| Some(DeclType::Scalar(t))).collect()
         }
         ("_[_]", None, [collection, key]) => index(collection, key),
+        ("_[?_]", None, [collection, key]) => optional_index(collection, key),
         (_, None, [argument]) if CONVERSIONS.contains(&function) => conversion(function, argument),
         ("size", None, [sized]) => size(sized),
         ("size", Some(sized), []) => size(sized),
@@ -207,18 +208,72 @@ fn nullable(name: &str) -> bool {
 }
 
 /// `collection[key]`: a list's item by an `int`, a map's value by a
-/// `string`, anything of a `dyn`, something of a `null`.
+/// `string`, anything of a `dyn`, something of a `null`; of an optional
+/// list or map, an optional item (the optional library's overloads).
 fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
-    let (wanted, item) = match collection {
-        DeclType::Dyn => return vec![Some(DeclType::Dyn)],
+    match collection {
+        DeclType::Dyn => vec![Some(DeclType::Dyn)],
         // `null` stands for an optional list or map, whose index is an
-        // optional (not followed).
-        DeclType::Scalar("null_type") => return vec![None],
+        // optional of what nothing says.
+        DeclType::Scalar("null_type") => vec![None],
+        DeclType::List(_) | DeclType::Map(_) => item(collection, key).into_iter().map(Some).collect(),
+        DeclType::Optional(inner) => optional_item(inner, key),
+        _ => Vec::new(),
+    }
+}
+
+/// `collection[?key]`: an optional of a list's item or a map's value, of
+/// an optional list's or map's too; of a `dyn` (which every overload
+/// takes, each with a type of its own), `dyn`.
+fn optional_index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
+    match collection {
+        DeclType::Dyn => vec![Some(DeclType::Dyn)],
+        DeclType::Scalar("null_type") => vec![None],
+        DeclType::List(_) | DeclType::Map(_) => item(collection, key).map(optional).into_iter().map(Some).collect(),
+        DeclType::Optional(inner) => optional_item(inner, key),
+        _ => Vec::new(),
+    }
+}
+
+/// An item of an optional list or map (`object.?items[0]`, `[?0]` alike):
+/// an optional of it. Of an optional `dyn`, `dyn` by an `int` (the list's
+/// and the map's overloads both take it, each with a type of its own)
+/// and otherwise an optional of what nothing says ([`leaves_variable`]).
+fn optional_item(inner: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
+    match inner {
+        DeclType::Dyn if takes("int", key) => vec![Some(DeclType::Dyn)],
+        DeclType::Dyn => vec![Some(optional(DeclType::Dyn))],
+        DeclType::List(_) | DeclType::Map(_) => item(inner, key).map(optional).into_iter().map(Some).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A list's item by an `int` or a map's value by a `string`, when `key`
+/// is one.
+fn item(collection: &DeclType, key: &DeclType) -> Option<DeclType> {
+    let (wanted, item) = match collection {
         DeclType::List(items) => ("int", items),
         DeclType::Map(values) => ("string", values),
-        _ => return Vec::new(),
+        _ => return None,
     };
-    if takes(wanted, key) { vec![Some((**item).clone())] } else { Vec::new() }
+    takes(wanted, key).then(|| (**item).clone())
+}
+
+fn optional(value: DeclType) -> DeclType {
+    DeclType::Optional(Box::new(value))
+}
+
+/// Whether the call's result holds a type variable nothing bound, which
+/// cel-go binds to what the result meets later (`[optional.none(),
+/// optional.of(1)]` is a `list(optional_type(int))`) and [`resolve`]
+/// gives as `dyn`: an optional library's overload whose type parameter
+/// no argument binds (`optional.none()`), or an item of an optional `dyn`
+/// by a key that is not an `int`.
+pub(crate) fn leaves_variable(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> bool {
+    match (function, args) {
+        ("_[_]" | "_[?_]", [DeclType::Optional(inner), key]) => **inner == DeclType::Dyn && !takes("int", key),
+        _ => crate::libraries::leaves_variable(function, target, args),
+    }
 }
 
 /// The conversion `function` of `argument`: the types each takes, as
@@ -246,7 +301,7 @@ fn size(t: &DeclType) -> Vec<Option<DeclType>> {
     let sizable = match t {
         DeclType::Dyn | DeclType::List(_) | DeclType::Map(_) => true,
         DeclType::Scalar(name) => matches!(*name, "string" | "bytes"),
-        DeclType::Object { .. } => false,
+        DeclType::Optional(_) | DeclType::Object { .. } => false,
     };
     if sizable { vec![Some(DeclType::Scalar("int"))] } else { Vec::new() }
 }
@@ -260,10 +315,13 @@ pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
         (DeclType::Scalar(x), DeclType::Scalar(y)) => {
             x == y || (*x == "null_type" && nullable(y)) || (*y == "null_type" && nullable(x))
         }
-        (DeclType::List(x), DeclType::List(y)) | (DeclType::Map(x), DeclType::Map(y)) => unify(x, y),
+        (DeclType::List(x), DeclType::List(y))
+        | (DeclType::Map(x), DeclType::Map(y))
+        | (DeclType::Optional(x), DeclType::Optional(y)) => unify(x, y),
         (DeclType::Object { name: Some(x), .. }, DeclType::Object { name: Some(y), .. }) => x == y,
-        (DeclType::Scalar("null_type"), DeclType::Object { .. })
-        | (DeclType::Object { .. }, DeclType::Scalar("null_type")) => true,
+        // An optional is an opaque type, which `null` stands for too.
+        (DeclType::Scalar("null_type"), DeclType::Object { .. } | DeclType::Optional(_))
+        | (DeclType::Object { .. } | DeclType::Optional(_), DeclType::Scalar("null_type")) => true,
         _ => false,
     }
 }
@@ -285,6 +343,7 @@ pub(crate) fn name(t: &DeclType) -> String {
         DeclType::Scalar("null_type") => "null".to_owned(),
         DeclType::List(items) => format!("list({})", name(items)),
         DeclType::Map(values) => format!("map(string, {})", name(values)),
+        DeclType::Optional(value) => format!("optional_type({})", name(value)),
         other => other.cel_name().unwrap_or_else(|| "dyn".to_owned()),
     }
 }

@@ -107,11 +107,12 @@ pub(crate) fn value_type(expr: &IdedExpr, typed: Typed<'_>) -> Option<DeclType> 
     }
 }
 
-/// Whether no object is, or is in, `t`: the API server declares a
-/// variable of an object type (`request.userInfo`, named or not) as `dyn`.
+/// Whether no object or optional is, or is in, `t`: the API server
+/// declares a variable of an object type (`request.userInfo`, named or
+/// not) or of an optional as `dyn`.
 fn objectless(t: &DeclType) -> bool {
     match t {
-        DeclType::Object { .. } => false,
+        DeclType::Object { .. } | DeclType::Optional(_) => false,
         DeclType::List(items) | DeclType::Map(items) => objectless(items),
         DeclType::Dyn | DeclType::Scalar(_) => true,
     }

@@ -20,6 +20,9 @@ pub enum DeclType {
     List(Box<DeclType>),
     /// A map from strings to the given values.
     Map(Box<DeclType>),
+    /// An optional value of the given type (`object.?spec`,
+    /// `optional.of(1)`), cel-go's `optional_type(T)`.
+    Optional(Box<DeclType>),
     /// An object with exactly these fields, by their CEL names (escaped:
     /// `__namespace__`, `x__dash__y`), and the name cel-go gives its type
     /// where Portcullis gives it too (`kubernetes.UserInfo`): the API
@@ -51,6 +54,7 @@ impl DeclType {
             Self::Scalar(name) => Some((*name).to_owned()),
             Self::List(items) => Some(format!("list({})", items.cel_name()?)),
             Self::Map(values) => Some(format!("map(string, {})", values.cel_name()?)),
+            Self::Optional(value) => Some(format!("optional_type({})", value.cel_name()?)),
             Self::Object { name, .. } => name.map(str::to_owned),
         }
     }
@@ -61,7 +65,7 @@ impl DeclType {
         match self {
             Self::Dyn => true,
             Self::Scalar(_) | Self::Object { name: Some(_), .. } => false,
-            Self::List(items) | Self::Map(items) => items.holds_dyn(),
+            Self::List(items) | Self::Map(items) | Self::Optional(items) => items.holds_dyn(),
             Self::Object { name: None, fields } => fields.values().any(Self::holds_dyn),
         }
     }
@@ -92,11 +96,13 @@ pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
     if !follows(a) || !follows(b) {
         return None;
     }
-    Some(if crate::overloads::unify(a, b) {
-        if less_specific(a, b) { a.clone() } else { b.clone() }
-    } else {
-        DeclType::Dyn
-    })
+    Some(if crate::overloads::unify(a, b) { most_general(a.clone(), b) } else { DeclType::Dyn })
+}
+
+/// Of two assignable types, the more general (cel-go's `mostGeneral`):
+/// `a` where it is as general as `b`.
+pub(crate) fn most_general(a: DeclType, b: &DeclType) -> DeclType {
+    if less_specific(&a, b) { a } else { b.clone() }
 }
 
 /// Whether [`join`] follows `t`: no object whose name Portcullis does not
@@ -104,7 +110,7 @@ pub(crate) fn join(a: &DeclType, b: &DeclType) -> Option<DeclType> {
 fn follows(t: &DeclType) -> bool {
     match t {
         DeclType::Dyn | DeclType::Scalar(_) | DeclType::Object { name: Some(_), .. } => true,
-        DeclType::List(items) | DeclType::Map(items) => follows(items),
+        DeclType::List(items) | DeclType::Map(items) | DeclType::Optional(items) => follows(items),
         DeclType::Object { name: None, .. } => false,
     }
 }
@@ -115,7 +121,9 @@ fn less_specific(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
         (DeclType::Dyn, _) => true,
         (_, DeclType::Dyn) => false,
-        (DeclType::List(a), DeclType::List(b)) | (DeclType::Map(a), DeclType::Map(b)) => less_specific(a, b),
+        (DeclType::List(a), DeclType::List(b))
+        | (DeclType::Map(a), DeclType::Map(b))
+        | (DeclType::Optional(a), DeclType::Optional(b)) => less_specific(a, b),
         // Of two kinds (`null` and what it stands for), the second.
         _ => a == b,
     }

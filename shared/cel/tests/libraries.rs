@@ -670,6 +670,5 @@ fn library_calls_are_taken_and_refused_as_the_api_server_does() {
     ];
     // What the API server says and `check` does not say yet: calls with
     // an optional value, whose type is not followed.
-    let not_yet = ["'a'.or(optional.none()).hasValue()", "optional.of(1).orValue('a') == 1"];
-    assert_said(cases, &not_yet);
+    assert_said(cases, &[]);
 }
