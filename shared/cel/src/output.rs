@@ -164,7 +164,10 @@ fn dynamic() -> Known<'static> {
 }
 
 struct Output<'e, 't> {
-    scope: Vec<(&'e str, Known<'t>)>,
+    /// The loops' variables: each name, its type, and whether that holds
+    /// a type variable ([`Output::type_variables`]), met again where the
+    /// variable is read.
+    scope: Vec<(&'e str, Known<'t>, bool)>,
     variables: &'t [Variable<'t>],
     errors: Vec<(u64, String)>,
     /// See [`Analysis::mixed_literals`].
@@ -274,7 +277,8 @@ impl<'e, 't> Output<'e, 't> {
                 LiteralValue::UInt(_) => "uint",
             }),
             Expr::Ident(name) => {
-                if let Some((_, known)) = self.scope.iter().rev().find(|(n, _)| n == name) {
+                if let Some((_, known, variable)) = self.scope.iter().rev().find(|(n, ..)| n == name) {
+                    self.type_variables += usize::from(*variable);
                     return known.clone();
                 }
                 match name.as_str() {
@@ -291,7 +295,7 @@ impl<'e, 't> Output<'e, 't> {
             // The policy's variables, unless a loop's variable is named so.
             Expr::Select(select)
                 if matches!(&select.operand.expr, Expr::Ident(v) if v == "variables")
-                    && !self.scope.iter().any(|(n, _)| *n == "variables") =>
+                    && !self.scope.iter().any(|(n, ..)| *n == "variables") =>
             {
                 let variable = self.variables.iter().find(|v| v.name == select.field)?;
                 variable.value.as_ref().map(Cow::Borrowed)
@@ -301,7 +305,8 @@ impl<'e, 't> Output<'e, 't> {
             Expr::Comprehension(c) => {
                 let type_variables = self.type_variables;
                 let range = self.of(&c.iter_range);
-                if let Some(t) = range.as_deref().filter(|_| self.type_variables == type_variables)
+                let range_variable = self.type_variables != type_variables;
+                if let Some(t) = range.as_deref().filter(|_| !range_variable)
                     && !matches!(t, DeclType::List(_) | DeclType::Map(_) | DeclType::Dyn)
                     && t.cel_name().is_some()
                 {
@@ -312,7 +317,9 @@ impl<'e, 't> Output<'e, 't> {
                 // The accumulator has its first value's type (a macro's
                 // list or map is an empty literal, whose items' type is a
                 // type variable: see `type_variables`).
+                let type_variables = self.type_variables;
                 let accumulator = self.of(&c.accu_init);
+                let accumulator_variable = self.type_variables != type_variables;
                 // As cel-go binds them: a list's items (its indexes first,
                 // with two variables), a map's keys (and then its values),
                 // anything of a `dyn`.
@@ -323,15 +330,17 @@ impl<'e, 't> Output<'e, 't> {
                     Some(DeclType::Dyn) => dynamic(),
                     _ => None,
                 };
+                // A key or an index is certain; an item of a range that
+                // holds a type variable holds it too.
                 let (first, second) = match &c.iter_var2 {
-                    None if is_map => (key, None),
-                    None => (range.and_then(items), None),
-                    Some(second) => (key, Some((second.as_str(), range.and_then(items)))),
+                    None if is_map => ((key, false), None),
+                    None => ((range.and_then(items), range_variable), None),
+                    Some(second) => ((key, false), Some((second.as_str(), range.and_then(items), range_variable))),
                 };
                 let outer = self.scope.len();
-                self.scope.push((c.iter_var.as_str(), first));
+                self.scope.push((c.iter_var.as_str(), first.0, first.1));
                 self.scope.extend(second);
-                self.scope.push((c.accu_var.as_str(), accumulator));
+                self.scope.push((c.accu_var.as_str(), accumulator, accumulator_variable));
                 self.of(&c.loop_cond);
                 self.of(&c.loop_step);
                 let result = self.of(&c.result);

@@ -105,9 +105,13 @@ fn literals_of_mixed_items_are_refused_as_the_api_server_refuses_them() {
             "[null, null] == [1]",
             Some("ERROR: <input>:1:14: found no matching overload for '_==_' applied to '(list(null), list(int))'"),
         ),
+        // A loop's variable over an empty list is a type variable there,
+        // bound by the literal it is in.
+        ("[].map(x, [x, ['a']]).size() == 0", None),
+        ("[[]].all(l, [l, [1]].size() == 2)", None),
+        ("{}.all(k, [k, 1].size() == 2)", None),
+        ("[1].map(x, [x, 'a']).size() == 0", Some("ERROR: <input>:1:16: expected type 'int' but found 'string'")),
     ];
-    // What the API server refuses and `check` does not say yet: an
-    // optional item, whose type is not followed.
     assert_said(cases, &[]);
 }
 
