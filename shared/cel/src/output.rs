@@ -102,8 +102,10 @@ pub(crate) fn variable_type(expr: &IdedExpr, variables: &[Variable<'_>]) -> Opti
     Output::new(variables).certain(expr).map(|typed| declared(&typed))
 }
 
-/// `t` as a declaration keeps it: see [`variable_type`].
-fn declared(t: &DeclType) -> DeclType {
+/// `t` as a declaration keeps it (the API server's
+/// `convertCelTypeToDeclType`, at a policy's creation and in its status
+/// type check alike): see [`variable_type`].
+pub(crate) fn declared(t: &DeclType) -> DeclType {
     const PLAIN: [&str; 9] = ["bool", "bytes", "double", "duration", "int", "null_type", "string", "timestamp", "uint"];
     match t {
         DeclType::Scalar(name) if PLAIN.contains(name) => t.clone(),

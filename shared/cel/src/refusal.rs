@@ -154,9 +154,9 @@ fn compiled(source: &str, declarations: Declarations<'_>) -> Result<Program, Str
 /// The type the API server's type checking (`status.typeChecking`) gives
 /// a policy's variable whose expression is `source`, with `typed` the
 /// types of one kind the policy matches and the variables before it:
-/// a scalar, or a list or map of scalars, that the schemas type it
-/// (`object.spec.replicas` an `int`); `None` (`dyn`) for an object, as
-/// there, and where the type is not followed.
+/// what the schemas type it, as the API server declares it
+/// (`object.spec.replicas` an `int`, an object `dyn`, a list of them
+/// `list(dyn)`); `None` where the type is not followed.
 pub fn checked_variable_type(source: &str, typed: Typed<'_>) -> Option<DeclType> {
     let program = Program::compile_with(Parser::new().enable_optional_syntax(true), source).ok()?;
     crate::typecheck::value_type(program.expression(), typed)

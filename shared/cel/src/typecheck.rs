@@ -95,26 +95,16 @@ pub(crate) fn field_errors(expr: &IdedExpr, typed: Typed<'_>) -> Vec<(u64, Strin
 }
 
 /// The type the status controller gives a policy variable whose
-/// expression is `expr`, with `typed`: a scalar, or a list or map of
-/// scalars, that the schemas type it (`object.spec.replicas` is an `int`);
-/// `None` (`dyn`) for an object or a list of them, as the API server
-/// gives, and where the walk does not follow it.
+/// expression is `expr`, with `typed`: what the schemas type it, as the
+/// API server declares it ([`crate::output::declared`]: a scalar, or a
+/// list or map of them, keeps its type, `object.spec.replicas` an `int`;
+/// an object is `dyn`, a list of them `list(dyn)`); `None` where the walk
+/// does not follow it.
 pub(crate) fn value_type(expr: &IdedExpr, typed: Typed<'_>) -> Option<DeclType> {
     let mut walk = Walk { typed, scope: Vec::new(), appended: Vec::new(), found: Vec::new() };
     match walk.expr(expr) {
-        Ty::Of(t) => objectless(t).then(|| t.clone()),
+        Ty::Of(t) => Some(crate::output::declared(t)),
         _ => None,
-    }
-}
-
-/// Whether no object or optional is, or is in, `t`: the API server
-/// declares a variable of an object type (`request.userInfo`, named or
-/// not) or of an optional as `dyn`.
-fn objectless(t: &DeclType) -> bool {
-    match t {
-        DeclType::Object { .. } | DeclType::Optional(_) => false,
-        DeclType::List(items) | DeclType::Map(items) => objectless(items),
-        DeclType::Dyn | DeclType::Scalar(_) => true,
     }
 }
 
@@ -429,8 +419,9 @@ mod tests {
     fn a_variable_of_an_object_type_is_dyn() {
         let typed = Typed::default();
         let value = |source: &str| value_type(Program::compile(source).expect("it parses").expression(), typed);
-        assert_eq!(value("request.userInfo"), None);
-        assert_eq!(value("namespaceObject.status.conditions"), None);
+        let name = |source: &str| value(source).and_then(|t| t.cel_name());
+        assert_eq!(name("request.userInfo").as_deref(), Some("dyn"));
+        assert_eq!(name("namespaceObject.status.conditions").as_deref(), Some("list(dyn)"));
         assert_eq!(value("request.userInfo.groups").and_then(|t| t.cel_name()).as_deref(), Some("list(string)"));
     }
 

@@ -105,8 +105,8 @@ fn policies() -> Vec<(&'static str, String)> {
         ),
         (
             // Variables typed by the kind's schema where they hold a
-            // scalar (or a map of them); an object or a list of objects
-            // is `dyn`, as the status controller types them.
+            // scalar (or a map of them); an object is `dyn` and a list of
+            // objects `list(dyn)`, as the status controller types them.
             "typecheck-variables.example.com",
             policy(
                 "typecheck-variables.example.com",
@@ -124,6 +124,7 @@ fn policies() -> Vec<(&'static str, String)> {
                         ("variables.r.x == 1", Some("'r is ' + string(variables.r2.y)")),
                         ("variables.labels.a.b == ''", None),
                         ("variables.image.w == ''", None),
+                        ("variables.cs.nam == '' || variables.spec.nam == ''", None),
                     ])
                 ),
             ),
