@@ -343,7 +343,9 @@ impl Binding {
                 }
                 Some(bound) => {
                     let taken = crate::overloads::unify(&bound, arg);
-                    self.a = Some(if taken { crate::types::most_general(bound, arg) } else { bound });
+                    // cel-go's `mostGeneral(arg, bound)`: of two kinds
+                    // (`null` and a duration), the one bound first.
+                    self.a = Some(if taken { crate::types::most_general(arg.clone(), &bound) } else { bound });
                     taken
                 }
             },

@@ -390,6 +390,14 @@ fn optionals_are_typed_as_the_api_server_types_them() {
         ("{?'k': object.?x} == {}", None),
         ("'a' + object.?x.orValue('') == 'a'", None),
         ("object.?x.orValue('') + 1 == 1", None),
+        // A type parameter bound first keeps its type where a later
+        // argument is of another kind that is assignable to it (`null`).
+        ("optional.of(duration('1s')).orValue(null) + duration('1s') == duration('2s')", None),
+        ("optional.of(request.userInfo).orValue(null).username == 'a'", None),
+        (
+            "optional.of(request.userInfo).orValue(null).username == 1",
+            Some("ERROR: <input>:1:54: found no matching overload for '_==_' applied to '(string, int)'"),
+        ),
     ];
     // What the API server says and `check` does not say yet: a type
     // variable bound after it was met (`optional.none()` beside an
