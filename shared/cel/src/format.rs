@@ -145,7 +145,7 @@ fn string<'t>(element: &IdedExpr, type_of: &impl Fn(u64) -> Option<&'t DeclType>
 /// is not certain here.
 fn refused<'t>(element: &IdedExpr, type_of: &impl Fn(u64) -> Option<&'t DeclType>, kinds: &[&str]) -> Option<String> {
     let (kind, name) = match type_of(element.id) {
-        Some(DeclType::Dyn) => return None,
+        Some(DeclType::Dyn | DeclType::Error) => return None,
         // Kubernetes' opaque types (`kubernetes.Quantity`) are of one kind.
         Some(DeclType::Scalar(name)) if name.contains('.') => ("opaque", *name),
         Some(DeclType::Optional(_)) => ("opaque", "optional_type"),

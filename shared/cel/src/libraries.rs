@@ -349,7 +349,9 @@ impl Binding {
                     taken
                 }
             },
-            (_, DeclType::Dyn) | (T::Any, _) | (T::Optional(_), DeclType::Scalar("null_type")) => true,
+            (_, DeclType::Dyn | DeclType::Error) | (T::Any, _) | (T::Optional(_), DeclType::Scalar("null_type")) => {
+                true
+            }
             (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
             (T::List(items), DeclType::List(found))
             | (T::Map(items), DeclType::Map(found))

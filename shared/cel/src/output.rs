@@ -124,7 +124,7 @@ fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
     match collection {
         Cow::Borrowed(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
         Cow::Owned(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
-        Cow::Borrowed(DeclType::Dyn) | Cow::Owned(DeclType::Dyn) => dynamic(),
+        Cow::Borrowed(DeclType::Dyn | DeclType::Error) | Cow::Owned(DeclType::Dyn | DeclType::Error) => dynamic(),
         _ => None,
     }
 }
@@ -142,7 +142,7 @@ fn field<'t>(operand: Cow<'t, DeclType>, name: &str, optional: bool) -> Known<'t
     let found = match target {
         Cow::Borrowed(DeclType::Object { fields, .. }) => DeclType::field(fields, name).map(Cow::Borrowed),
         Cow::Owned(DeclType::Object { fields, .. }) => DeclType::field(&fields, name).cloned().map(Cow::Owned),
-        target if matches!(*target, DeclType::Map(_) | DeclType::Dyn) => items(target),
+        target if matches!(*target, DeclType::Map(_) | DeclType::Dyn | DeclType::Error) => items(target),
         _ => None,
     }?;
     if optional { Some(Cow::Owned(DeclType::Optional(Box::new(found.into_owned())))) } else { Some(found) }
@@ -309,7 +309,7 @@ impl<'e, 't> Output<'e, 't> {
                 let range = self.of(&c.iter_range);
                 let range_variable = self.type_variables != type_variables;
                 if let Some(t) = range.as_deref().filter(|_| !range_variable)
-                    && !matches!(t, DeclType::List(_) | DeclType::Map(_) | DeclType::Dyn)
+                    && !matches!(t, DeclType::List(_) | DeclType::Map(_) | DeclType::Dyn | DeclType::Error)
                     && t.cel_name().is_some()
                 {
                     let found = crate::overloads::name(t);
@@ -329,7 +329,7 @@ impl<'e, 't> Output<'e, 't> {
                 let key = match range.as_deref() {
                     Some(DeclType::Map(_)) => scalar("string"),
                     Some(DeclType::List(_)) => scalar("int"),
-                    Some(DeclType::Dyn) => dynamic(),
+                    Some(DeclType::Dyn | DeclType::Error) => dynamic(),
                     _ => None,
                 };
                 // A key or an index is certain; an item of a range that
@@ -407,7 +407,7 @@ impl<'e, 't> Output<'e, 't> {
                 }
                 let values: Vec<Cow<'t, DeclType>> = values.into_iter().collect::<Option<_>>()?;
                 let first = values.first()?;
-                if values.iter().any(|v| **v == DeclType::Dyn) {
+                if values.iter().any(|v| matches!(**v, DeclType::Dyn | DeclType::Error)) {
                     return None;
                 }
                 let shared = if values.iter().all(|v| v == first) { first.clone().into_owned() } else { DeclType::Dyn };
@@ -458,17 +458,22 @@ impl<'e, 't> Output<'e, 't> {
         let target = if qualified.is_some() { None } else { call.target.as_deref().map(|t| self.of(t)) };
         let function = qualified.as_deref().unwrap_or(&call.func_name);
         if let ("_&&_" | "_||_", None) = (function, &target) {
-            // Each side must be a bool: cel-go says so where it is not.
+            // Each side must be a bool: cel-go says so where it is not,
+            // and the call is then of its error type.
+            let mut mismatched = false;
             for operand in &call.args {
                 // An object's name cel-go gives and Portcullis does not:
                 // nothing is said of it.
                 let found = self.of(operand).filter(|t| t.cel_name().is_some());
-                if let Some(t) = found.filter(|t| !matches!(**t, DeclType::Dyn | DeclType::Scalar("bool"))) {
+                if let Some(t) =
+                    found.filter(|t| !matches!(**t, DeclType::Dyn | DeclType::Error | DeclType::Scalar("bool")))
+                {
                     let found = crate::overloads::name(&t);
                     self.errors.push((operand.id, format!("expected type 'bool' but found '{found}'")));
+                    mismatched = true;
                 }
             }
-            return scalar("bool");
+            return if mismatched { Some(Cow::Owned(DeclType::Error)) } else { scalar("bool") };
         }
         if let ("_?._", None, [operand, IdedExpr { expr: Expr::Literal(LiteralValue::String(name)), .. }]) =
             (function, &target, call.args.as_slice())
@@ -497,10 +502,10 @@ impl<'e, 't> Output<'e, 't> {
         });
         match resolved {
             Some(Resolved::Gives(t)) => t.map(Cow::Owned),
-            // cel-go's error type, which any parameter takes, as `dyn`.
+            // cel-go's error type, which any parameter takes.
             Some(Resolved::NoOverload(message)) => {
                 self.errors.push((expr.id, message));
-                dynamic()
+                Some(Cow::Owned(DeclType::Error))
             }
             // An index of an object's list or map (whose type cel-go
             // names and Portcullis does not) or of one not certain.

@@ -91,24 +91,21 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
         }
         ("@in", None, [item, collection]) => {
             let taken = match collection {
-                DeclType::Dyn => true,
+                DeclType::Dyn | DeclType::Error => true,
                 DeclType::List(items) => unify(item, items),
                 DeclType::Map(_) => unify(item, &DeclType::Scalar("string")),
                 _ => false,
             };
             if taken { vec![Some(boolean())] } else { Vec::new() }
         }
-        // `_?_:_(bool, A, A) -> A`: the one type, `dyn` beside `dyn`, and
-        // otherwise (`null` for a duration, `[]` for a list) not followed.
+        // `_?_:_(bool, A, A) -> A`: `A` bound by the first branch and
+        // widened by the second, as cel-go's substitutions do (`null`
+        // then a duration: `null`).
         ("_?_:_", None, [condition, yes, no]) => {
-            if !takes("bool", condition) || !unify(yes, no) {
-                Vec::new()
-            } else if yes == no {
-                vec![Some((*yes).clone())]
-            } else if matches!((yes, no), (DeclType::Dyn, _) | (_, DeclType::Dyn)) {
-                vec![Some(DeclType::Dyn)]
+            if takes("bool", condition) && unify(yes, no) {
+                vec![Some(crate::types::most_general((*no).clone(), yes))]
             } else {
-                vec![None]
+                Vec::new()
             }
         }
         ("!_", None, [operand]) => {
@@ -172,7 +169,7 @@ fn arithmetic(operator: &str, left: &DeclType, right: &DeclType) -> Vec<Option<D
     );
     // Lists concatenate when their items unify; what the result holds is
     // not followed.
-    let list = |t: &DeclType| matches!(t, DeclType::List(_) | DeclType::Dyn);
+    let list = |t: &DeclType| matches!(t, DeclType::List(_) | DeclType::Dyn | DeclType::Error);
     if operator == "_+_" && list(left) && list(right) {
         let items_unify = match (left, right) {
             (DeclType::List(a), DeclType::List(b)) => unify(a, b),
@@ -193,7 +190,7 @@ fn boolean() -> DeclType {
 /// scalar type `param`.
 pub(crate) fn takes(param: &str, arg: &DeclType) -> bool {
     match arg {
-        DeclType::Dyn => true,
+        DeclType::Dyn | DeclType::Error => true,
         DeclType::Scalar(name) => *name == param || (*name == "null_type" && nullable(param)),
         _ => false,
     }
@@ -212,7 +209,7 @@ fn nullable(name: &str) -> bool {
 /// list or map, an optional item (the optional library's overloads).
 fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
     match collection {
-        DeclType::Dyn => vec![Some(DeclType::Dyn)],
+        DeclType::Dyn | DeclType::Error => vec![Some(DeclType::Dyn)],
         // `null` stands for an optional list or map, whose index is an
         // optional of what nothing says.
         DeclType::Scalar("null_type") => vec![None],
@@ -227,7 +224,7 @@ fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
 /// takes, each with a type of its own), `dyn`.
 fn optional_index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
     match collection {
-        DeclType::Dyn => vec![Some(DeclType::Dyn)],
+        DeclType::Dyn | DeclType::Error => vec![Some(DeclType::Dyn)],
         DeclType::Scalar("null_type") => vec![None],
         DeclType::List(_) | DeclType::Map(_) => item(collection, key).map(optional).into_iter().map(Some).collect(),
         DeclType::Optional(inner) => optional_item(inner, key),
@@ -299,7 +296,7 @@ fn conversion(function: &str, argument: &DeclType) -> Vec<Option<DeclType>> {
 /// `size` of `t`: an `int` of a string, bytes, a list or a map.
 fn size(t: &DeclType) -> Vec<Option<DeclType>> {
     let sizable = match t {
-        DeclType::Dyn | DeclType::List(_) | DeclType::Map(_) => true,
+        DeclType::Dyn | DeclType::Error | DeclType::List(_) | DeclType::Map(_) => true,
         DeclType::Scalar(name) => matches!(*name, "string" | "bytes"),
         DeclType::Optional(_) | DeclType::Object { .. } => false,
     };
@@ -311,7 +308,7 @@ fn size(t: &DeclType) -> Vec<Option<DeclType>> {
 /// too, as for cel-go's messages.
 pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
-        (DeclType::Dyn, _) | (_, DeclType::Dyn) => true,
+        (DeclType::Dyn | DeclType::Error, _) | (_, DeclType::Dyn | DeclType::Error) => true,
         (DeclType::Scalar(x), DeclType::Scalar(y)) => {
             x == y || (*x == "null_type" && nullable(y)) || (*y == "null_type" && nullable(x))
         }

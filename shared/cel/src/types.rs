@@ -12,6 +12,10 @@ use std::sync::LazyLock;
 pub enum DeclType {
     /// Anything (`x-kubernetes-int-or-string`, `options`): never checked.
     Dyn,
+    /// cel-go's error type, what a call no overload takes gives: any
+    /// parameter takes it, as `dyn`, and cel-go names it `!error!` in the
+    /// errors of the calls around it.
+    Error,
     /// A string, number, boolean, bytes, timestamp or duration, or an
     /// opaque value of Kubernetes' libraries, by its name in cel-go's
     /// messages (`bool`, `timestamp`, `kubernetes.Quantity`, `net.IP`).
@@ -51,6 +55,7 @@ impl DeclType {
     pub fn cel_name(&self) -> Option<String> {
         match self {
             Self::Dyn => Some("dyn".to_owned()),
+            Self::Error => Some("!error!".to_owned()),
             Self::Scalar(name) => Some((*name).to_owned()),
             Self::List(items) => Some(format!("list({})", items.cel_name()?)),
             Self::Map(values) => Some(format!("map(string, {})", values.cel_name()?)),
@@ -63,7 +68,7 @@ impl DeclType {
     /// exact, whatever its fields hold).
     pub(crate) fn holds_dyn(&self) -> bool {
         match self {
-            Self::Dyn => true,
+            Self::Dyn | Self::Error => true,
             Self::Scalar(_) | Self::Object { name: Some(_), .. } => false,
             Self::List(items) | Self::Map(items) | Self::Optional(items) => items.holds_dyn(),
             Self::Object { name: None, fields } => fields.values().any(Self::holds_dyn),
@@ -109,7 +114,7 @@ pub(crate) fn most_general(a: DeclType, b: &DeclType) -> DeclType {
 /// give in it.
 fn follows(t: &DeclType) -> bool {
     match t {
-        DeclType::Dyn | DeclType::Scalar(_) | DeclType::Object { name: Some(_), .. } => true,
+        DeclType::Dyn | DeclType::Error | DeclType::Scalar(_) | DeclType::Object { name: Some(_), .. } => true,
         DeclType::List(items) | DeclType::Map(items) | DeclType::Optional(items) => follows(items),
         DeclType::Object { name: None, .. } => false,
     }

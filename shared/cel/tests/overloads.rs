@@ -749,3 +749,49 @@ fn object_types_conditionals_and_loop_variables_are_typed_as_the_api_server_type
     ];
     assert_said(cases, &not_yet);
 }
+
+/// What a call no overload takes gives is cel-go's error type: any
+/// parameter of the calls around it takes it, and where one of those
+/// still finds no overload, both name it `!error!` (kube-apiserver
+/// v0.36.3's compiler's words).
+#[test]
+fn a_failed_call_is_of_cel_gos_error_type() {
+    let cases: &[(&str, Option<&str>)] = &[
+        ("(1 && true) == 1", Some("ERROR: <input>:1:2: expected type 'bool' but found 'int'")),
+        (
+            "string(1 + 'a') == 1",
+            Some(
+                "ERROR: <input>:1:10: found no matching overload for '_+_' applied to '(int, string)' / ERROR: <input>:1:17: found no matching overload for '_==_' applied to '(string, int)'",
+            ),
+        ),
+        (
+            "(1 + 'a') + 'b' == 'c'",
+            Some("ERROR: <input>:1:4: found no matching overload for '_+_' applied to '(int, string)'"),
+        ),
+        (
+            "optional.of(b'x'.or(2u)) == [{'a': 1}]",
+            Some(
+                "ERROR: <input>:1:20: found no matching overload for 'or' applied to 'bytes.(uint)' / ERROR: <input>:1:26: found no matching overload for '_==_' applied to '(optional_type(!error!), list(map(string, int)))'",
+            ),
+        ),
+        (
+            "[?int({'a': 1})] == []",
+            Some(
+                "ERROR: <input>:1:6: found no matching overload for 'int' applied to '(map(string, int))' / ERROR: <input>:1:6: expected type 'optional_type(!error!)' but found '!error!'",
+            ),
+        ),
+        (
+            "[1].optFlatMap(x, 1).hasValue()",
+            Some(
+                "ERROR: <input>:1:15: found no matching overload for 'hasValue' applied to 'list(int).()' / ERROR: <input>:1:15: found no matching overload for 'value' applied to 'list(int).()' / ERROR: <input>:1:15: found no matching overload for '_?_:_' applied to '(!error!, int, optional_type(dyn))'",
+            ),
+        ),
+        (
+            "size(b'x')[?![]] == 1",
+            Some(
+                "ERROR: <input>:1:11: found no matching overload for '_[?_]' applied to '(int, !error!)' / ERROR: <input>:1:13: found no matching overload for '!_' applied to '(list(dyn))'",
+            ),
+        ),
+    ];
+    assert_said(cases, &[]);
+}
