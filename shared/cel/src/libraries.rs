@@ -294,6 +294,20 @@ pub(crate) fn leaves_variable(function: &str, target: Option<&DeclType>, args: &
     })
 }
 
+/// Whether what a call of `function` gives may depend on the real types
+/// of the arguments marked in `unsure` (the receiver first, for a
+/// method), which bind nothing here: an overload of it gives a type
+/// holding its type parameter, and the parameter of one of those
+/// arguments holds it nested (`optional_type(A)`, `list(A)`; a bare `A`
+/// is bound by whatever it is given).
+pub(crate) fn binds_through(function: &str, method: bool, unsure: &[bool]) -> bool {
+    overloads().filter(|o| o.function == function && o.receiver.is_some() == method).any(|o| {
+        let params: Vec<&T> = o.receiver.iter().chain(o.params).collect();
+        let nested = |p: &T| !matches!(p, T::A) && p.holds_a();
+        o.result.holds_a() && params.len() == unsure.len() && params.iter().zip(unsure).any(|(p, u)| *u && nested(p))
+    })
+}
+
 impl T {
     fn holds_a(self) -> bool {
         match self {

@@ -258,6 +258,23 @@ impl<'e, 't> Output<'e, 't> {
         self.of(expr).filter(|t| self.type_variables == 0 || !t.holds_dyn())
     }
 
+    /// A call's argument's type, and in `unsure` whether it is not
+    /// certain, is an object whose name Portcullis does not give, or is a
+    /// `dyn` that stands for a type variable ([`Output::type_variables`]):
+    /// a type in which a parameter nested in it (`optional_type(A)`)
+    /// finds nothing to bind, where the real type would bind it.
+    fn argument(&mut self, expr: &'e IdedExpr, unsure: &mut Vec<bool>) -> Known<'t> {
+        let type_variables = self.type_variables;
+        let known = self.of(expr);
+        let unbinding = match known.as_deref() {
+            None => true,
+            Some(DeclType::Dyn | DeclType::Error) => self.type_variables != type_variables,
+            Some(t) => t.cel_name().is_none(),
+        };
+        unsure.push(unbinding);
+        known
+    }
+
     /// `expr`'s type, kept where a format call's validator may ask for it.
     fn of(&mut self, expr: &'e IdedExpr) -> Known<'t> {
         let known = self.typed(expr);
@@ -455,7 +472,13 @@ impl<'e, 't> Output<'e, 't> {
         // A function in a namespace (`sets.contains(a, b)`) is a global
         // named so, even where a loop's variable has the namespace's name.
         let qualified = crate::declared::qualified(call);
-        let target = if qualified.is_some() { None } else { call.target.as_deref().map(|t| self.of(t)) };
+        // Which arguments (the receiver first) are not certain, or hold a
+        // type variable: see `binds_through` below.
+        let mut unsure = Vec::with_capacity(call.args.len() + 1);
+        let target = match (&qualified, call.target.as_deref()) {
+            (None, Some(target)) => Some(self.argument(target, &mut unsure)),
+            _ => None,
+        };
         let function = qualified.as_deref().unwrap_or(&call.func_name);
         if let ("_&&_" | "_||_", None) = (function, &target) {
             // Each side must be a bool: cel-go says so where it is not,
@@ -480,7 +503,7 @@ impl<'e, 't> Output<'e, 't> {
         {
             return field(self.of(operand)?, name, true);
         }
-        let known: Vec<Known<'t>> = call.args.iter().map(|a| self.of(a)).collect();
+        let known: Vec<Known<'t>> = call.args.iter().map(|a| self.argument(a, &mut unsure)).collect();
         if function == "@not_strictly_false" {
             return scalar("bool");
         }
@@ -500,6 +523,18 @@ impl<'e, 't> Output<'e, 't> {
             }
             Some(resolved)
         });
+        // A result bound through an argument that is not certain (whose
+        // real type, `optional_type(dyn)` say, would have bound the type
+        // parameter where a `dyn` leaves it to the next argument: `x.orValue('a')`
+        // is a `string` of a `dyn` `x`, a `dyn` of an optional one) is
+        // not certain either.
+        if crate::libraries::binds_through(function, target.is_some(), &unsure) {
+            if let Some(Resolved::NoOverload(message)) = resolved {
+                self.errors.push((expr.id, message));
+                return Some(Cow::Owned(DeclType::Error));
+            }
+            return None;
+        }
         match resolved {
             Some(Resolved::Gives(t)) => t.map(Cow::Owned),
             // cel-go's error type, which any parameter takes.
