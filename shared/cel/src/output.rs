@@ -402,7 +402,9 @@ impl<'e, 't> Output<'e, 't> {
             }
             Expr::Map(map) => {
                 // String keys and values of certain types (not `dyn`): a
-                // map of the one type they share, or of `dyn`.
+                // map of the one type they share. Values of several types
+                // (cel-go joins `optional_type(dyn)` and
+                // `optional_type(int)` to the first) are not followed.
                 if map.entries.is_empty() {
                     self.type_variables += 1;
                 }
@@ -427,8 +429,10 @@ impl<'e, 't> Output<'e, 't> {
                 if values.iter().any(|v| matches!(**v, DeclType::Dyn | DeclType::Error)) {
                     return None;
                 }
-                let shared = if values.iter().all(|v| v == first) { first.clone().into_owned() } else { DeclType::Dyn };
-                Some(Cow::Owned(DeclType::Map(Box::new(shared))))
+                if values.iter().any(|v| v != first) {
+                    return None;
+                }
+                Some(Cow::Owned(DeclType::Map(Box::new(first.clone().into_owned()))))
             }
             Expr::Struct(structure) => {
                 self.entries(&structure.entries);

@@ -425,6 +425,9 @@ fn optionals_are_typed_as_the_api_server_types_them() {
         ("([object.a] + [1]).reverse().first().orValue('a') == 1", None),
         ("([object.a] + [1]).distinct().first().orValue('a') == 1", None),
         ("(true ? optional.of(1) : optional.of(object.a)).orValue('a') == 1", None),
+        // A map literal's values of several types (in a format call,
+        // where they may differ) are joined there, not made `dyn`.
+        ("'%s'.format([{'a': object.?a, 'b': optional.of(1)}.a.orValue('a') == 1]) == ''", None),
     ];
     // What the API server says and `check` does not say yet: a type
     // variable bound after it was met (`optional.none()` beside an
