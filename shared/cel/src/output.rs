@@ -222,12 +222,12 @@ impl<'e, 't> Output<'e, 't> {
         if !optional {
             return (known, exact);
         }
+        // The item is the optional's value, and so is what the validator
+        // compares.
+        if let Some(DeclType::Optional(_)) = known.as_deref() {
+            return (known.and_then(value), exact.and_then(value));
+        }
         match named.as_deref() {
-            // The item is the optional's value, and so is what the
-            // validator compares.
-            _ if matches!(known.as_deref(), Some(DeclType::Optional(_))) => {
-                return (known.and_then(value), exact.and_then(value));
-            }
             Some(DeclType::Dyn) if self.formatting == 0 => {
                 self.dyn_optional_item.get_or_insert(expr.id);
             }
@@ -426,10 +426,7 @@ impl<'e, 't> Output<'e, 't> {
                 }
                 let values: Vec<Cow<'t, DeclType>> = values.into_iter().collect::<Option<_>>()?;
                 let first = values.first()?;
-                if values.iter().any(|v| matches!(**v, DeclType::Dyn | DeclType::Error)) {
-                    return None;
-                }
-                if values.iter().any(|v| v != first) {
+                if values.iter().any(|v| matches!(**v, DeclType::Dyn | DeclType::Error) || v != first) {
                     return None;
                 }
                 Some(Cow::Owned(DeclType::Map(Box::new(first.clone().into_owned()))))
@@ -532,20 +529,15 @@ impl<'e, 't> Output<'e, 't> {
         // parameter where a `dyn` leaves it to the next argument: `x.orValue('a')`
         // is a `string` of a `dyn` `x`, a `dyn` of an optional one) is
         // not certain either.
-        if crate::libraries::binds_through(function, target.is_some(), &unsure) {
-            if let Some(Resolved::NoOverload(message)) = resolved {
-                self.errors.push((expr.id, message));
-                return Some(Cow::Owned(DeclType::Error));
-            }
-            return None;
-        }
+        let bound_through = crate::libraries::binds_through(function, target.is_some(), &unsure);
         match resolved {
-            Some(Resolved::Gives(t)) => t.map(Cow::Owned),
+            Some(Resolved::Gives(t)) => t.filter(|_| !bound_through).map(Cow::Owned),
             // cel-go's error type, which any parameter takes.
             Some(Resolved::NoOverload(message)) => {
                 self.errors.push((expr.id, message));
                 Some(Cow::Owned(DeclType::Error))
             }
+            None if bound_through => None,
             // An index of an object's list or map (whose type cel-go
             // names and Portcullis does not) or of one not certain.
             None if function == "_[_]" => match known.as_slice() {

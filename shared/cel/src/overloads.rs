@@ -118,8 +118,7 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
         ("-_", None, [operand]) => {
             ["int", "double"].iter().filter(|t| takes(t, operand)).map(|t| Some(DeclType::Scalar(t))).collect()
         }
-        ("_[_]", None, [collection, key]) => index(collection, key),
-        ("_[?_]", None, [collection, key]) => optional_index(collection, key),
+        ("_[_]" | "_[?_]", None, [collection, key]) => index(collection, key, function == "_[?_]"),
         (_, None, [argument]) if CONVERSIONS.contains(&function) => conversion(function, argument),
         ("size", None, [sized]) => size(sized),
         ("size", Some(sized), []) => size(sized),
@@ -204,29 +203,21 @@ fn nullable(name: &str) -> bool {
     matches!(name, "timestamp" | "duration") || name.contains('.')
 }
 
-/// `collection[key]`: a list's item by an `int`, a map's value by a
-/// `string`, anything of a `dyn`, something of a `null`; of an optional
+/// `collection[key]`, or `collection[?key]` when `optional`: a list's
+/// item by an `int`, a map's value by a `string` (by `[?k]` an optional
+/// of it), anything of a `dyn` (by `[?k]`, every overload takes it, each
+/// with a type of its own: `dyn`), something of a `null`; of an optional
 /// list or map, an optional item (the optional library's overloads).
-fn index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
+fn index(collection: &DeclType, key: &DeclType, optional_index: bool) -> Vec<Option<DeclType>> {
     match collection {
         DeclType::Dyn | DeclType::Error => vec![Some(DeclType::Dyn)],
         // `null` stands for an optional list or map, whose index is an
         // optional of what nothing says.
         DeclType::Scalar("null_type") => vec![None],
-        DeclType::List(_) | DeclType::Map(_) => item(collection, key).into_iter().map(Some).collect(),
-        DeclType::Optional(inner) => optional_item(inner, key),
-        _ => Vec::new(),
-    }
-}
-
-/// `collection[?key]`: an optional of a list's item or a map's value, of
-/// an optional list's or map's too; of a `dyn` (which every overload
-/// takes, each with a type of its own), `dyn`.
-fn optional_index(collection: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
-    match collection {
-        DeclType::Dyn | DeclType::Error => vec![Some(DeclType::Dyn)],
-        DeclType::Scalar("null_type") => vec![None],
-        DeclType::List(_) | DeclType::Map(_) => item(collection, key).map(optional).into_iter().map(Some).collect(),
+        DeclType::List(_) | DeclType::Map(_) => {
+            let item = item(collection, key);
+            item.map(|t| if optional_index { optional(t) } else { t }).into_iter().map(Some).collect()
+        }
         DeclType::Optional(inner) => optional_item(inner, key),
         _ => Vec::new(),
     }
