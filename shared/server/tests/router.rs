@@ -138,8 +138,12 @@ async fn unreadable_and_oversized_bodies_get_a_clear_4xx() {
 #[tokio::test]
 async fn a_decision_slower_than_the_request_timeout_is_answered_408_and_dropped() {
     let metrics = Arc::new(AdmissionMetrics::default());
-    let (status, _) = post(app(true, &metrics), review("v1", "web")).await;
+    let (status, answer) = post(app(true, &metrics), review("v1", "web")).await;
     assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(
+        answer["error"], "the request was not read and answered within the request timeout (200ms)",
+        "a clear answer, not an empty body"
+    );
     // Nothing was counted as answered: the decision never finished.
     assert_eq!(count(&metrics, "CREATE", "patched"), 0);
 }
