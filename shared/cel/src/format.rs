@@ -153,7 +153,7 @@ fn refused<'t>(element: &IdedExpr, type_of: &impl Fn(u64) -> Option<&'t DeclType
         Some(DeclType::Scalar("timestamp")) => ("timestamp", "google.protobuf.Timestamp"),
         Some(DeclType::Scalar(name)) => (*name, *name),
         Some(DeclType::List(_)) => ("list", "list"),
-        Some(DeclType::Map(_)) => ("map", "map"),
+        Some(DeclType::Map(..)) => ("map", "map"),
         Some(DeclType::Object { name, .. }) => ("struct", (*name)?),
         // Of a type not followed here, the kind may still be certain.
         None => built(element)?,

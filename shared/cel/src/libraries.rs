@@ -26,7 +26,7 @@ enum T {
     A,
     /// A list of the given items.
     List(&'static T),
-    /// A map from strings to the given values.
+    /// A map from strings to the given values (`map(string, V)`).
     Map(&'static T),
     /// Any type (cel-go's `dyn` parameter): gives `dyn`.
     Any,
@@ -367,9 +367,12 @@ impl Binding {
                 true
             }
             (T::Named(name), found @ DeclType::Scalar(_)) => crate::overloads::takes(name, found),
-            (T::List(items), DeclType::List(found))
-            | (T::Map(items), DeclType::Map(found))
-            | (T::Optional(items), DeclType::Optional(found)) => self.bind(*items, found),
+            (T::List(items), DeclType::List(found)) | (T::Optional(items), DeclType::Optional(found)) => {
+                self.bind(*items, found)
+            }
+            (T::Map(values), DeclType::Map(keys, found)) => {
+                crate::overloads::takes("string", keys) && self.bind(*values, found)
+            }
             _ => false,
         }
     }
@@ -381,7 +384,7 @@ impl Binding {
             T::Any => DeclType::Dyn,
             T::A => self.a.clone().unwrap_or(DeclType::Dyn),
             T::List(items) => DeclType::List(Box::new(self.result(*items)?)),
-            T::Map(values) => DeclType::Map(Box::new(self.result(*values)?)),
+            T::Map(values) => DeclType::string_map(self.result(*values)?),
             T::Optional(value) => DeclType::Optional(Box::new(self.result(*value)?)),
         })
     }

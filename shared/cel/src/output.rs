@@ -81,7 +81,7 @@ fn result_name(t: &DeclType) -> Option<String> {
         DeclType::Scalar("duration") => Some("google.protobuf.Duration".to_owned()),
         DeclType::Scalar("timestamp") => Some("google.protobuf.Timestamp".to_owned()),
         DeclType::List(items) => Some(format!("list({})", result_name(items)?)),
-        DeclType::Map(values) => Some(format!("map(string, {})", result_name(values)?)),
+        DeclType::Map(keys, values) => Some(format!("map({}, {})", result_name(keys)?, result_name(values)?)),
         other => other.cel_name(),
     }
 }
@@ -110,7 +110,7 @@ pub(crate) fn declared(t: &DeclType) -> DeclType {
     match t {
         DeclType::Scalar(name) if PLAIN.contains(name) => t.clone(),
         DeclType::List(items) => DeclType::List(Box::new(declared(items))),
-        DeclType::Map(values) => DeclType::Map(Box::new(declared(values))),
+        DeclType::Map(keys, values) => DeclType::Map(Box::new(declared(keys)), Box::new(declared(values))),
         _ => DeclType::Dyn,
     }
 }
@@ -122,8 +122,8 @@ type Known<'t> = Option<Cow<'t, DeclType>>;
 /// of a `dyn`, `dyn`; of a scalar nothing certain.
 fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
     match collection {
-        Cow::Borrowed(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
-        Cow::Owned(DeclType::Map(values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
+        Cow::Borrowed(DeclType::Map(_, values) | DeclType::List(values)) => Some(Cow::Borrowed(values)),
+        Cow::Owned(DeclType::Map(_, values) | DeclType::List(values)) => Some(Cow::Owned(*values)),
         Cow::Borrowed(DeclType::Dyn | DeclType::Error) | Cow::Owned(DeclType::Dyn | DeclType::Error) => dynamic(),
         _ => None,
     }
@@ -142,7 +142,7 @@ fn field<'t>(operand: Cow<'t, DeclType>, name: &str, optional: bool) -> Known<'t
     let found = match target {
         Cow::Borrowed(DeclType::Object { fields, .. }) => DeclType::field(fields, name).map(Cow::Borrowed),
         Cow::Owned(DeclType::Object { fields, .. }) => DeclType::field(&fields, name).cloned().map(Cow::Owned),
-        target if matches!(*target, DeclType::Map(_) | DeclType::Dyn | DeclType::Error) => items(target),
+        target if matches!(*target, DeclType::Map(..) | DeclType::Dyn | DeclType::Error) => items(target),
         _ => None,
     }?;
     if optional { Some(Cow::Owned(DeclType::Optional(Box::new(found.into_owned())))) } else { Some(found) }
@@ -326,7 +326,7 @@ impl<'e, 't> Output<'e, 't> {
                 let range = self.of(&c.iter_range);
                 let range_variable = self.type_variables != type_variables;
                 if let Some(t) = range.as_deref().filter(|_| !range_variable)
-                    && !matches!(t, DeclType::List(_) | DeclType::Map(_) | DeclType::Dyn | DeclType::Error)
+                    && !matches!(t, DeclType::List(_) | DeclType::Map(..) | DeclType::Dyn | DeclType::Error)
                     && t.cel_name().is_some()
                 {
                     let found = crate::overloads::name(t);
@@ -342,19 +342,20 @@ impl<'e, 't> Output<'e, 't> {
                 // As cel-go binds them: a list's items (its indexes first,
                 // with two variables), a map's keys (and then its values),
                 // anything of a `dyn`.
-                let is_map = matches!(range.as_deref(), Some(DeclType::Map(_)));
+                let is_map = matches!(range.as_deref(), Some(DeclType::Map(..)));
                 let key = match range.as_deref() {
-                    Some(DeclType::Map(_)) => scalar("string"),
+                    Some(DeclType::Map(keys, _)) => Some(Cow::Owned((**keys).clone())),
                     Some(DeclType::List(_)) => scalar("int"),
                     Some(DeclType::Dyn | DeclType::Error) => dynamic(),
                     _ => None,
                 };
-                // A key or an index is certain; an item of a range that
+                // An index is certain; a key or an item of a range that
                 // holds a type variable holds it too.
+                let key = (key, is_map && range_variable);
                 let (first, second) = match &c.iter_var2 {
-                    None if is_map => ((key, false), None),
+                    None if is_map => (key, None),
                     None => ((range.and_then(items), range_variable), None),
-                    Some(second) => ((key, false), Some((second.as_str(), range.and_then(items), range_variable))),
+                    Some(second) => (key, Some((second.as_str(), range.and_then(items), range_variable))),
                 };
                 let outer = self.scope.len();
                 self.scope.push((c.iter_var.as_str(), first.0, first.1));
@@ -401,13 +402,16 @@ impl<'e, 't> Output<'e, 't> {
                 joined.flatten().map(|t| Cow::Owned(DeclType::List(Box::new(t))))
             }
             Expr::Map(map) => {
-                // String keys and values of certain types (not `dyn`): a
-                // map of the one type they share. Values of several types
+                // Keys of one scalar type and values of one certain type
+                // (not `dyn`): a map of them. Values of several types
                 // (cel-go joins `optional_type(dyn)` and
-                // `optional_type(int)` to the first) are not followed.
+                // `optional_type(int)` to the first) are not followed. An
+                // empty map's keys and values are type variables.
                 if map.entries.is_empty() {
                     self.type_variables += 1;
+                    return Some(Cow::Owned(DeclType::Map(Box::new(DeclType::Dyn), Box::new(DeclType::Dyn))));
                 }
+                let mut keys = Vec::new();
                 let mut values = Vec::new();
                 let mut first: Option<(Known<'t>, Known<'t>)> = None;
                 for entry in &map.entries {
@@ -422,14 +426,16 @@ impl<'e, 't> Output<'e, 't> {
                     } else {
                         first = Some((exact_key, exact_value));
                     }
-                    values.push(value.filter(|_| key.as_deref() == Some(&DeclType::Scalar("string"))));
+                    keys.push(key.filter(|k| matches!(**k, DeclType::Scalar(_))));
+                    values.push(value);
                 }
-                let values: Vec<Cow<'t, DeclType>> = values.into_iter().collect::<Option<_>>()?;
-                let first = values.first()?;
-                if values.iter().any(|v| matches!(**v, DeclType::Dyn | DeclType::Error) || v != first) {
-                    return None;
-                }
-                Some(Cow::Owned(DeclType::Map(Box::new(first.clone().into_owned()))))
+                let one = |types: Vec<Known<'t>>| {
+                    let types: Vec<Cow<'t, DeclType>> = types.into_iter().collect::<Option<_>>()?;
+                    let first = types.first()?;
+                    let one = types.iter().all(|t| !matches!(**t, DeclType::Dyn | DeclType::Error) && t == first);
+                    one.then(|| Box::new(first.clone().into_owned()))
+                };
+                Some(Cow::Owned(DeclType::Map(one(keys)?, one(values)?)))
             }
             Expr::Struct(structure) => {
                 self.entries(&structure.entries);
@@ -633,6 +639,11 @@ mod tests {
             ("optional.of(1)", Some("dyn")),
             ("[optional.of(1)]", Some("list(dyn)")),
             ("optional.of(1).value()", Some("int")),
+            ("{1: 'a'}", Some("map(int, string)")),
+            ("{'a': [1]}", Some("map(string, list(int))")),
+            // Its keys and values are type variables, which cel-go binds
+            // where they meet a type: not followed.
+            ("{}", None),
             ("f(1)", None),
         ];
         for (source, expected) in cases {

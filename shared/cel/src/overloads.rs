@@ -93,7 +93,7 @@ fn results(function: &str, target: Option<&DeclType>, args: &[&DeclType]) -> Opt
             let taken = match collection {
                 DeclType::Dyn | DeclType::Error => true,
                 DeclType::List(items) => unify(item, items),
-                DeclType::Map(_) => unify(item, &DeclType::Scalar("string")),
+                DeclType::Map(keys, _) => unify(item, keys),
                 _ => false,
             };
             if taken { vec![Some(boolean())] } else { Vec::new() }
@@ -214,7 +214,7 @@ fn index(collection: &DeclType, key: &DeclType, optional_index: bool) -> Vec<Opt
         // `null` stands for an optional list or map, whose index is an
         // optional of what nothing says.
         DeclType::Scalar("null_type") => vec![None],
-        DeclType::List(_) | DeclType::Map(_) => {
+        DeclType::List(_) | DeclType::Map(..) => {
             let item = item(collection, key);
             item.map(|t| if optional_index { optional(t) } else { t }).into_iter().map(Some).collect()
         }
@@ -231,20 +231,20 @@ fn optional_item(inner: &DeclType, key: &DeclType) -> Vec<Option<DeclType>> {
     match inner {
         DeclType::Dyn if takes("int", key) => vec![Some(DeclType::Dyn)],
         DeclType::Dyn => vec![Some(optional(DeclType::Dyn))],
-        DeclType::List(_) | DeclType::Map(_) => item(inner, key).map(optional).into_iter().map(Some).collect(),
+        DeclType::List(_) | DeclType::Map(..) => item(inner, key).map(optional).into_iter().map(Some).collect(),
         _ => Vec::new(),
     }
 }
 
-/// A list's item by an `int` or a map's value by a `string`, when `key`
-/// is one.
+/// A list's item by an `int` or a map's value by its key type, when
+/// `key` is one.
 fn item(collection: &DeclType, key: &DeclType) -> Option<DeclType> {
-    let (wanted, item) = match collection {
-        DeclType::List(items) => ("int", items),
-        DeclType::Map(values) => ("string", values),
+    let (taken, item) = match collection {
+        DeclType::List(items) => (takes("int", key), items),
+        DeclType::Map(keys, values) => (unify(keys, key), values),
         _ => return None,
     };
-    takes(wanted, key).then(|| (**item).clone())
+    taken.then(|| (**item).clone())
 }
 
 fn optional(value: DeclType) -> DeclType {
@@ -287,7 +287,7 @@ fn conversion(function: &str, argument: &DeclType) -> Vec<Option<DeclType>> {
 /// `size` of `t`: an `int` of a string, bytes, a list or a map.
 fn size(t: &DeclType) -> Vec<Option<DeclType>> {
     let sizable = match t {
-        DeclType::Dyn | DeclType::Error | DeclType::List(_) | DeclType::Map(_) => true,
+        DeclType::Dyn | DeclType::Error | DeclType::List(_) | DeclType::Map(..) => true,
         DeclType::Scalar(name) => matches!(*name, "string" | "bytes"),
         DeclType::Optional(_) | DeclType::Object { .. } => false,
     };
@@ -303,9 +303,8 @@ pub(crate) fn unify(a: &DeclType, b: &DeclType) -> bool {
         (DeclType::Scalar(x), DeclType::Scalar(y)) => {
             x == y || (*x == "null_type" && nullable(y)) || (*y == "null_type" && nullable(x))
         }
-        (DeclType::List(x), DeclType::List(y))
-        | (DeclType::Map(x), DeclType::Map(y))
-        | (DeclType::Optional(x), DeclType::Optional(y)) => unify(x, y),
+        (DeclType::List(x), DeclType::List(y)) | (DeclType::Optional(x), DeclType::Optional(y)) => unify(x, y),
+        (DeclType::Map(k, x), DeclType::Map(l, y)) => unify(k, l) && unify(x, y),
         (DeclType::Object { name: Some(x), .. }, DeclType::Object { name: Some(y), .. }) => x == y,
         // An optional is an opaque type, which `null` stands for too.
         (DeclType::Scalar("null_type"), DeclType::Object { .. } | DeclType::Optional(_))
@@ -330,7 +329,7 @@ pub(crate) fn name(t: &DeclType) -> String {
     match t {
         DeclType::Scalar("null_type") => "null".to_owned(),
         DeclType::List(items) => format!("list({})", name(items)),
-        DeclType::Map(values) => format!("map(string, {})", name(values)),
+        DeclType::Map(keys, values) => format!("map({}, {})", name(keys), name(values)),
         DeclType::Optional(value) => format!("optional_type({})", name(value)),
         other => other.cel_name().unwrap_or_else(|| "dyn".to_owned()),
     }

@@ -206,7 +206,7 @@ impl Schemas {
             }
             "object" => {
                 if let Some(values) = node.get("additionalProperties").filter(|v| v.is_object()) {
-                    return Some(DeclType::Map(Box::new(self.decl(values, embedded(values), visited)?)));
+                    return Some(DeclType::string_map(self.decl(values, embedded(values), visited)?));
                 }
                 let mut fields = BTreeMap::new();
                 for (name, property) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
@@ -356,7 +356,7 @@ mod tests {
         assert_eq!(DeclType::field(spec, "replicas"), Some(&INT));
         assert_eq!(DeclType::field(spec, "replicsa"), None);
         let metadata = fields(DeclType::field(fields(&deployment), "metadata").expect("metadata"));
-        assert!(matches!(DeclType::field(metadata, "labels"), Some(DeclType::Map(_))));
+        assert!(matches!(DeclType::field(metadata, "labels"), Some(DeclType::Map(..))));
         assert!(DeclType::field(metadata, "namespace").is_some(), "a keyword names its escaped field");
         assert!(metadata.contains_key("__namespace__"));
     }

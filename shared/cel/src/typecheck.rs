@@ -22,7 +22,7 @@
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
-use crate::types::{DeclType, INDEX, KEY, NAMESPACE, REQUEST};
+use crate::types::{DeclType, INDEX, NAMESPACE, REQUEST};
 
 /// What an expression's variables are known to be.
 #[derive(Debug, Clone, Copy, Default)]
@@ -130,7 +130,7 @@ impl<'t> Ty<'t> {
     fn takes_key(&self, key: &IdedExpr, key_type: &Ty<'_>) -> bool {
         let wanted = match self {
             Self::Of(DeclType::List(_)) | Self::ListOf(_) => "int",
-            Self::Of(DeclType::Map(_)) => "string",
+            Self::Of(DeclType::Map(..)) => "string",
             _ => return true,
         };
         match (&key.expr, key_type) {
@@ -149,7 +149,7 @@ impl<'t> Ty<'t> {
     fn holds(&self, value: &IdedExpr, value_type: &Ty<'_>) -> bool {
         match (self, &value.expr, value_type) {
             (Self::Of(DeclType::List(_)), Expr::List(list), _) => list.elements.is_empty(),
-            (Self::Of(DeclType::Map(_)), Expr::Map(map), _) => map.entries.is_empty(),
+            (Self::Of(DeclType::Map(..)), Expr::Map(map), _) => map.entries.is_empty(),
             (Self::Of(DeclType::Object { .. }), Expr::Literal(LiteralValue::Null), _) => true,
             (Self::Of(mine), _, Ty::Of(theirs)) => std::ptr::eq(*mine, *theirs),
             _ => false,
@@ -160,7 +160,7 @@ impl<'t> Ty<'t> {
     fn items(&self, values: bool) -> Ty<'t> {
         match self {
             Self::Of(DeclType::List(items)) => Ty::Of(items),
-            Self::Of(DeclType::Map(v)) if values => Ty::Of(v),
+            Self::Of(DeclType::Map(_, v)) if values => Ty::Of(v),
             Self::ListOf(items) => (**items).clone(),
             _ => Ty::Dyn,
         }
@@ -257,7 +257,7 @@ impl<'t, 'e> Walk<'t, 'e> {
             Ty::Of(DeclType::Object { fields, .. }) => {
                 DeclType::field(fields, field).map(Ty::Of).ok_or_else(|| format!("undefined field '{field}'"))
             }
-            Ty::Of(DeclType::Map(values)) => Ok(Ty::Of(values)),
+            Ty::Of(DeclType::Map(_, values)) => Ok(Ty::Of(values)),
             Ty::Of(DeclType::Scalar(name)) => Err(format!("type '{name}' does not support field selection")),
             // A list has no fields; one of objects cel-go names by a type
             // name Portcullis does not give: nothing is said of it.
@@ -349,9 +349,9 @@ impl<'t, 'e> Walk<'t, 'e> {
     fn comprehension(&mut self, c: &'e ComprehensionExpr) -> Ty<'t> {
         let range = self.expr(&c.iter_range);
         self.expr(&c.accu_init);
-        let is_map = matches!(range, Ty::Of(DeclType::Map(_)));
+        let is_map = matches!(range, Ty::Of(DeclType::Map(..)));
         let key = match range {
-            Ty::Of(DeclType::Map(_)) => Ty::Of(&KEY),
+            Ty::Of(DeclType::Map(keys, _)) => Ty::Of(keys),
             Ty::Of(DeclType::List(_)) | Ty::ListOf(_) => Ty::Of(&INDEX),
             _ => Ty::Dyn,
         };

@@ -22,8 +22,11 @@ pub enum DeclType {
     Scalar(&'static str),
     /// A list of the given items.
     List(Box<DeclType>),
-    /// A map from strings to the given values.
-    Map(Box<DeclType>),
+    /// A map from keys of the first type to values of the second: a
+    /// schema's maps and the API server's are keyed by strings
+    /// ([`DeclType::string_map`]), a literal's by what its keys are
+    /// (`{1: 'a'}` is a `map(int, string)`, `{}` a `map(dyn, dyn)`).
+    Map(Box<DeclType>, Box<DeclType>),
     /// An optional value of the given type (`object.?spec`,
     /// `optional.of(1)`), cel-go's `optional_type(T)`.
     Optional(Box<DeclType>),
@@ -58,7 +61,7 @@ impl DeclType {
             Self::Error => Some("!error!".to_owned()),
             Self::Scalar(name) => Some((*name).to_owned()),
             Self::List(items) => Some(format!("list({})", items.cel_name()?)),
-            Self::Map(values) => Some(format!("map(string, {})", values.cel_name()?)),
+            Self::Map(keys, values) => Some(format!("map({}, {})", keys.cel_name()?, values.cel_name()?)),
             Self::Optional(value) => Some(format!("optional_type({})", value.cel_name()?)),
             Self::Object { name, .. } => name.map(str::to_owned),
         }
@@ -70,7 +73,8 @@ impl DeclType {
         match self {
             Self::Dyn | Self::Error => true,
             Self::Scalar(_) | Self::Object { name: Some(_), .. } => false,
-            Self::List(items) | Self::Map(items) | Self::Optional(items) => items.holds_dyn(),
+            Self::List(items) | Self::Optional(items) => items.holds_dyn(),
+            Self::Map(keys, values) => keys.holds_dyn() || values.holds_dyn(),
             Self::Object { name: None, fields } => fields.values().any(Self::holds_dyn),
         }
     }
@@ -88,6 +92,11 @@ impl DeclType {
 
     fn strings() -> Self {
         Self::List(Box::new(STRING))
+    }
+
+    /// A map from strings to `values`.
+    pub(crate) fn string_map(values: DeclType) -> Self {
+        Self::Map(Box::new(STRING), Box::new(values))
     }
 }
 
@@ -115,7 +124,8 @@ pub(crate) fn most_general(a: DeclType, b: &DeclType) -> DeclType {
 fn follows(t: &DeclType) -> bool {
     match t {
         DeclType::Dyn | DeclType::Error | DeclType::Scalar(_) | DeclType::Object { name: Some(_), .. } => true,
-        DeclType::List(items) | DeclType::Map(items) | DeclType::Optional(items) => follows(items),
+        DeclType::List(items) | DeclType::Optional(items) => follows(items),
+        DeclType::Map(keys, values) => follows(keys) && follows(values),
         DeclType::Object { name: None, .. } => false,
     }
 }
@@ -126,9 +136,8 @@ fn less_specific(a: &DeclType, b: &DeclType) -> bool {
     match (a, b) {
         (DeclType::Dyn, _) => true,
         (_, DeclType::Dyn) => false,
-        (DeclType::List(a), DeclType::List(b))
-        | (DeclType::Map(a), DeclType::Map(b))
-        | (DeclType::Optional(a), DeclType::Optional(b)) => less_specific(a, b),
+        (DeclType::List(a), DeclType::List(b)) | (DeclType::Optional(a), DeclType::Optional(b)) => less_specific(a, b),
+        (DeclType::Map(a, x), DeclType::Map(b, y)) => less_specific(a, b) && less_specific(x, y),
         // Of two kinds (`null` and what it stands for), the second.
         _ => a == b,
     }
@@ -139,8 +148,6 @@ pub(crate) const INT: DeclType = DeclType::Scalar("int");
 pub(crate) const BOOL: DeclType = DeclType::Scalar("bool");
 pub(crate) const TIMESTAMP: DeclType = DeclType::Scalar("timestamp");
 
-/// A map's keys, as a comprehension over a map binds them.
-pub(crate) static KEY: DeclType = STRING;
 /// A list's indexes, as a two-variable comprehension binds them.
 pub(crate) static INDEX: DeclType = INT;
 
@@ -161,7 +168,7 @@ pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
             ("username", STRING),
             ("uid", STRING),
             ("groups", DeclType::strings()),
-            ("extra", DeclType::Map(Box::new(DeclType::strings()))),
+            ("extra", DeclType::string_map(DeclType::strings())),
         ],
     );
     DeclType::named(
@@ -186,7 +193,7 @@ pub static REQUEST: LazyLock<DeclType> = LazyLock::new(|| {
 /// `namespaceObject`, as the API server declares it (`BuildNamespaceType`:
 /// the parts of a Namespace a policy may read).
 pub static NAMESPACE: LazyLock<DeclType> = LazyLock::new(|| {
-    let strings = || DeclType::Map(Box::new(STRING));
+    let strings = || DeclType::string_map(STRING);
     let condition = DeclType::named(
         "kubernetes.NamespaceCondition",
         [
