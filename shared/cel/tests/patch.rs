@@ -124,3 +124,23 @@ fn a_variable_may_not_read_a_later_one() {
     assert!(matches!(ran[0], Ok(Value::Bool(true))), "{ran:?}");
     assert!(ran[1].as_ref().is_err_and(|e| e.contains("not declared before it")), "{ran:?}");
 }
+
+/// An even number of `!` or `-` cancels out, as cel-go's parser has it
+/// (`!!x` is `x`); upstream's parser negated once all the same, so
+/// `!!true` was `false` and `--1` was `-1`.
+#[test]
+fn negations_cancel_in_pairs_as_in_the_api_server() {
+    let cases = [
+        ("!!true", true),
+        ("!!!true", false),
+        ("!!false == false", true),
+        ("!(!true)", true),
+        ("--1 == 1", true),
+        ("---1 == -1", true),
+        ("-(-1) == 1", true),
+    ];
+    for (source, value) in cases {
+        let program = cel::Program::compile(source).expect("compiles");
+        assert_eq!(program.execute(&cel::Context::default()), Ok(cel::Value::Bool(value)), "{source}");
+    }
+}

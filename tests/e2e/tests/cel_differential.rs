@@ -171,6 +171,8 @@ const CASES: &[Case] = &[
         None,
         None,
     )]),
+    // Negations in pairs cancel out (`!!x` is `x`, `--n` is `n`).
+    case(&[("!!has(object.data) || --size(object.metadata.name) < 0", Some("double negations cancel"), None)]),
     // The object's namespace (given to `check` among the objects).
     case(&[(
         "!has(object.metadata.labels) || !('team' in object.metadata.labels) || \
