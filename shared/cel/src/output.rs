@@ -118,6 +118,19 @@ pub(crate) fn declared(t: &DeclType) -> DeclType {
 /// A type, when it is certain.
 type Known<'t> = Option<Cow<'t, DeclType>>;
 
+/// The type of `expr` when it is an empty list or map literal, as cel-go
+/// names it where nothing binds its type variables: `list(dyn)`,
+/// `map(dyn, dyn)`.
+fn empty_literal(expr: &IdedExpr) -> Option<DeclType> {
+    match &expr.expr {
+        Expr::List(list) if list.elements.is_empty() => Some(DeclType::List(Box::new(DeclType::Dyn))),
+        Expr::Map(map) if map.entries.is_empty() => {
+            Some(DeclType::Map(Box::new(DeclType::Dyn), Box::new(DeclType::Dyn)))
+        }
+        _ => None,
+    }
+}
+
 /// What a map's field, or a list's or map's item, is: its values' type;
 /// of a `dyn`, `dyn`; of a scalar nothing certain.
 fn items(collection: Cow<'_, DeclType>) -> Known<'_> {
@@ -381,9 +394,28 @@ impl<'e, 't> Output<'e, 't> {
                     exact.push(certain);
                 }
                 // The first item whose type is not the first's is said
-                // (cel-go says only the first in a list).
-                for (element, found) in list.elements.iter().zip(&exact).skip(1) {
-                    if self.mixed(&exact[0], element, found) {
+                // (cel-go says only the first in a list). An empty literal
+                // beside an item of another kind is said too: its items'
+                // type variable binds to nothing there, and cel-go names it
+                // `dyn`.
+                let mut first_exact = exact[0].clone();
+                if first_exact.is_none() && !list.optional_indices.contains(&0) {
+                    first_exact =
+                        empty_literal(&list.elements[0]).filter(|_| list.elements.len() > 1).and_then(|empty| {
+                            exact[1]
+                                .as_deref()
+                                .filter(|t| !crate::overloads::unify(&empty, t))
+                                .map(|_| Cow::Owned(empty))
+                        });
+                }
+                for (i, (element, found)) in list.elements.iter().zip(&exact).enumerate().skip(1) {
+                    let found = match (found, &exact[0]) {
+                        (None, Some(first)) if !list.optional_indices.contains(&i) => empty_literal(element)
+                            .filter(|empty| !crate::overloads::unify(first, empty))
+                            .map(Cow::Owned),
+                        _ => found.clone(),
+                    };
+                    if self.mixed(&first_exact, element, &found) {
                         break;
                     }
                 }
@@ -394,7 +426,19 @@ impl<'e, 't> Output<'e, 't> {
                 if items.iter().all(|t| t.as_deref() == Some(&*first)) {
                     return Some(Cow::Owned(DeclType::List(Box::new(first.into_owned()))));
                 }
-                let exact: Option<Vec<Cow<'t, DeclType>>> = exact.into_iter().collect();
+                // An empty literal that is of no other item's kind joins
+                // as what cel-go names it: its type variable never binds.
+                let lone_empty = |i: usize| {
+                    let empty = empty_literal(&list.elements[i]).filter(|_| !list.optional_indices.contains(&i))?;
+                    let others = exact.iter().enumerate().filter(|(j, _)| *j != i);
+                    let apart = others.clone().all(|(j, other)| match other {
+                        Some(other) => !crate::overloads::unify(other, &empty),
+                        None => empty_literal(&list.elements[j]).is_some_and(|o| !crate::overloads::unify(&o, &empty)),
+                    });
+                    apart.then_some(Cow::Owned(empty))
+                };
+                let exact: Option<Vec<Cow<'t, DeclType>>> =
+                    exact.iter().enumerate().map(|(i, t)| t.clone().or_else(|| lone_empty(i))).collect();
                 let joined = exact?.iter().try_fold(None, |joined: Option<DeclType>, item| match joined {
                     None => Some(Some(item.clone().into_owned())),
                     Some(joined) => crate::types::join(&joined, item).map(Some),
@@ -403,16 +447,17 @@ impl<'e, 't> Output<'e, 't> {
             }
             Expr::Map(map) => {
                 // Keys of one scalar type and values of one certain type
-                // (not `dyn`): a map of them. Values of several types
-                // (cel-go joins `optional_type(dyn)` and
-                // `optional_type(int)` to the first) are not followed. An
-                // empty map's keys and values are type variables.
+                // (not `dyn`): a map of them; values of several types
+                // whose types are exactly cel-go's: a map of what its
+                // checker joins them to, as a list's items. An empty
+                // map's keys and values are type variables.
                 if map.entries.is_empty() {
                     self.type_variables += 1;
                     return Some(Cow::Owned(DeclType::Map(Box::new(DeclType::Dyn), Box::new(DeclType::Dyn))));
                 }
                 let mut keys = Vec::new();
                 let mut values = Vec::new();
+                let mut exact_values = Vec::new();
                 let mut first: Option<(Known<'t>, Known<'t>)> = None;
                 for entry in &map.entries {
                     let EntryExpr::MapEntry(entry) = &entry.expr else { return None };
@@ -420,8 +465,15 @@ impl<'e, 't> Output<'e, 't> {
                     let (value, exact_value) = self.item(&entry.value, entry.optional);
                     // Every key and value whose type is not the first's
                     // is said.
+                    exact_values.push(exact_value.clone());
                     if let Some((first_key, first_value)) = &first {
                         self.mixed(first_key, &entry.key, &exact_key);
+                        let exact_value = match (exact_value, first_value) {
+                            (None, Some(first)) if !entry.optional => empty_literal(&entry.value)
+                                .filter(|empty| !crate::overloads::unify(first, empty))
+                                .map(Cow::Owned),
+                            (exact_value, _) => exact_value,
+                        };
                         self.mixed(first_value, &entry.value, &exact_value);
                     } else {
                         first = Some((exact_key, exact_value));
@@ -435,7 +487,16 @@ impl<'e, 't> Output<'e, 't> {
                     let one = types.iter().all(|t| !matches!(**t, DeclType::Dyn | DeclType::Error) && t == first);
                     one.then(|| Box::new(first.clone().into_owned()))
                 };
-                Some(Cow::Owned(DeclType::Map(one(keys)?, one(values)?)))
+                let keys = one(keys)?;
+                let values = one(values).or_else(|| {
+                    let exact: Vec<Cow<'t, DeclType>> = exact_values.into_iter().collect::<Option<_>>()?;
+                    let (first, rest) = exact.split_first()?;
+                    let joined = rest
+                        .iter()
+                        .try_fold(first.clone().into_owned(), |joined, value| crate::types::join(&joined, value))?;
+                    Some(Box::new(joined))
+                })?;
+                Some(Cow::Owned(DeclType::Map(keys, values)))
             }
             Expr::Struct(structure) => {
                 self.entries(&structure.entries);
