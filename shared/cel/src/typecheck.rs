@@ -130,11 +130,17 @@ impl<'t> Ty<'t> {
     fn takes_key(&self, key: &IdedExpr, key_type: &Ty<'_>) -> bool {
         let wanted = match self {
             Self::Of(DeclType::List(_)) | Self::ListOf(_) => "int",
-            Self::Of(DeclType::Map(..)) => "string",
+            Self::Of(DeclType::Map(keys, _)) => match &**keys {
+                DeclType::Scalar(name) => *name,
+                _ => return true,
+            },
             _ => return true,
         };
         match (&key.expr, key_type) {
             (Expr::Literal(LiteralValue::Int(_)), _) => wanted == "int",
+            (Expr::Literal(LiteralValue::UInt(_)), _) => wanted == "uint",
+            (Expr::Literal(LiteralValue::Boolean(_)), _) => wanted == "bool",
+            (Expr::Literal(LiteralValue::Double(_)), _) => wanted == "double",
             (Expr::Literal(LiteralValue::String(_)), _) => wanted == "string",
             (Expr::Literal(_), _) => false,
             (_, Ty::Of(DeclType::Scalar(name))) => *name == wanted,
@@ -258,7 +264,10 @@ impl<'t, 'e> Walk<'t, 'e> {
                 DeclType::field(fields, field).map(Ty::Of).ok_or_else(|| format!("undefined field '{field}'"))
             }
             Ty::Of(DeclType::Map(_, values)) => Ok(Ty::Of(values)),
-            Ty::Of(DeclType::Scalar(name)) => Err(format!("type '{name}' does not support field selection")),
+            Ty::Of(scalar @ DeclType::Scalar(_)) => {
+                let name = crate::overloads::name(scalar);
+                Err(format!("type '{name}' does not support field selection"))
+            }
             // A list has no fields; one of objects cel-go names by a type
             // name Portcullis does not give: nothing is said of it.
             Ty::Of(list @ DeclType::List(_)) => match list.cel_name() {
@@ -454,5 +463,24 @@ mod tests {
             undefined("request.dryRun.x || namespaceObject.metadata.creationTimestamp.y", typed),
             ["type 'bool' does not support field selection", "type 'timestamp' does not support field selection"]
         );
+    }
+
+    /// kube-apiserver 1.36's words (v0.36.3's compiler): a map is indexed
+    /// by its key type, so of `variables.m` holding `{1: 'a'}` an `int`
+    /// gives a string, whose fields are said, and a string no overload
+    /// takes, after which nothing is; `null` is named `null`.
+    #[test]
+    fn a_maps_key_type_decides_what_its_index_gives() {
+        use crate::types::{INT, STRING};
+        let declared = [
+            Variable { name: "m", value: Some(DeclType::Map(Box::new(INT), Box::new(STRING))) },
+            Variable { name: "n", value: Some(DeclType::Scalar("null_type")) },
+        ];
+        let typed = Typed { variables: Some(&declared), ..Typed::default() };
+        let scalar = |t: &str| format!("type '{t}' does not support field selection");
+        assert_eq!(undefined("variables.m[1].y == 'a'", typed), [scalar("string")]);
+        assert!(undefined("variables.m['x'].y == 'a'", typed).is_empty());
+        assert!(undefined("variables.m[1u].y == 'a'", typed).is_empty());
+        assert_eq!(undefined("variables.n.y == 1", typed), [scalar("null")]);
     }
 }
